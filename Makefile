@@ -1,0 +1,38 @@
+# dagflow — run `make help` for the targets.
+GO        ?= go
+PKGS      ?= ./...
+TEST_FLAGS ?= -race -count=1 -timeout 30m
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## run dagflow on the embedded default (miniredis + SQLite), no servers needed
+	$(GO) run ./cmd/dagflow dev
+
+.PHONY: test
+test: ## all tests with -race against the loopback Redis and MariaDB (CI=true: missing services fail)
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+.PHONY: test-short
+test-short: ## quick tests only (skips stress and fault tests)
+	$(GO) test -short -count=1 $(PKGS)
+
+.PHONY: lint
+lint: ## go vet, gofmt check and staticcheck
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+.PHONY: bench
+bench: ## benchmarks (queue, store; end-to-end once the engine bench lands)
+	$(GO) test -run '^$$' -bench . -benchtime 2s $(PKGS)
+
+.PHONY: lint-ci
+lint-ci: ## go vet and the gofmt check (what CI runs besides the tests)
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

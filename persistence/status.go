@@ -1,0 +1,106 @@
+package persistence
+
+// RunStatus is the state of a workflow run.
+//
+//	pending -> running -> succeeded
+//	running -> compensating -> compensated
+//	running|compensating -> failed
+//	any unfinished -> cancelled
+type RunStatus string
+
+// Run statuses.
+const (
+	RunPending      RunStatus = "pending"
+	RunRunning      RunStatus = "running"
+	RunSucceeded    RunStatus = "succeeded"
+	RunCompensating RunStatus = "compensating"
+	RunCompensated  RunStatus = "compensated"
+	RunFailed       RunStatus = "failed"
+	RunCancelled    RunStatus = "cancelled"
+)
+
+// Terminal reports whether a run in this status never changes again.
+func (s RunStatus) Terminal() bool {
+	switch s {
+	case RunSucceeded, RunCompensated, RunFailed, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the defined run statuses.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunPending, RunRunning, RunSucceeded, RunCompensating, RunCompensated, RunFailed, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// StepStatus is the state of one step of a run.
+//
+//	waiting -> queued -> running -> succeeded
+//	running -> retrying -> (claimed again) running
+//	running -> dead
+//	waiting|queued -> skipped
+//	succeeded -> compensating -> compensated | compensation_failed
+//	waiting|queued|retrying -> cancelled
+type StepStatus string
+
+// Step statuses.
+const (
+	StepWaiting            StepStatus = "waiting"
+	StepQueued             StepStatus = "queued"
+	StepRunning            StepStatus = "running"
+	StepRetrying           StepStatus = "retrying"
+	StepSucceeded          StepStatus = "succeeded"
+	StepDead               StepStatus = "dead"
+	StepSkipped            StepStatus = "skipped"
+	StepCompensating       StepStatus = "compensating"
+	StepCompensated        StepStatus = "compensated"
+	StepCompensationFailed StepStatus = "compensation_failed"
+	StepCancelled          StepStatus = "cancelled"
+)
+
+// Valid reports whether s is one of the defined step statuses.
+func (s StepStatus) Valid() bool {
+	switch s {
+	case StepWaiting, StepQueued, StepRunning, StepRetrying, StepSucceeded, StepDead,
+		StepSkipped, StepCompensating, StepCompensated, StepCompensationFailed, StepCancelled:
+		return true
+	}
+	return false
+}
+
+// Done reports whether the step counts as finished for its dependents:
+// succeeded or skipped.
+func (s StepStatus) Done() bool { return s == StepSucceeded || s == StepSkipped }
+
+// Pending reports whether the step has not started its forward execution
+// yet and can still be cancelled: waiting, queued or retrying.
+func (s StepStatus) Pending() bool {
+	return s == StepWaiting || s == StepQueued || s == StepRetrying
+}
+
+// AttemptKind says whether an attempt ran a step's handler or its
+// compensation.
+type AttemptKind string
+
+// Attempt kinds.
+const (
+	AttemptForward      AttemptKind = "step"
+	AttemptCompensation AttemptKind = "compensation"
+)
+
+// AttemptOutcome is how an attempt ended.
+type AttemptOutcome string
+
+// Attempt outcomes. An attempt whose worker vanished stays running until a
+// takeover marks it lost.
+const (
+	OutcomeRunning   AttemptOutcome = "running"
+	OutcomeSucceeded AttemptOutcome = "succeeded"
+	OutcomeFailed    AttemptOutcome = "failed"
+	OutcomeSkipped   AttemptOutcome = "skipped"
+	OutcomeLost      AttemptOutcome = "lost"
+)

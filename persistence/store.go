@@ -1,0 +1,327 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Store is dagflow's durable state. Every method is atomic (one
+// transaction), takes the caller's notion of "now" in its params (the
+// engine's injected clock), and returns the sentinel or typed errors of
+// this package. Implementations must be safe for concurrent use by many
+// goroutines and many processes.
+type Store interface {
+	// RunCreate creates a run and one StepRun per step, atomically. Steps
+	// without dependencies start queued (or waiting, for a run whose StartAt
+	// is after Now, which starts pending); the others start waiting.
+	//
+	// With an IdempotencyKey, a repeat of (Workflow, IdempotencyKey) returns
+	// the existing run with Created false; a repeat with a different Input
+	// returns an *IdempotencyConflictError (Is ErrIdempotencyConflict).
+	RunCreate(ctx context.Context, p RunCreateParams) (RunCreateResult, error)
+	// RunGet returns one run, or ErrRunNotFound.
+	RunGet(ctx context.Context, id string) (Run, error)
+	// RunList lists runs, newest first, with filters and a cursor.
+	RunList(ctx context.Context, p RunListParams) (RunPage, error)
+	// RunTransition moves a run to p.To if its status is one of p.From.
+	// A run already in a terminal status never changes
+	// (ErrRunFinished); a status not in p.From gives
+	// *TransitionError (Is ErrInvalidTransition).
+	RunTransition(ctx context.Context, p RunTransitionParams) (RunTransitionResult, error)
+	// RunStart moves a pending run whose StartAt has come to running and
+	// queues its root steps. It returns the queued steps; a run that is no
+	// longer pending gives an empty result and no error.
+	RunStart(ctx context.Context, p RunStartParams) ([]StepRun, error)
+	// RunListDue lists pending runs whose StartAt is at or before p.Before
+	// (bounded by p.Limit, served by an index).
+	RunListDue(ctx context.Context, p ListDueParams) ([]Run, error)
+	// RunDeleteFinished deletes up to p.Limit terminal runs (with their
+	// steps and attempts) that finished before p.Before, returning how many
+	// runs were deleted. Call it repeatedly to delete more.
+	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (int, error)
+
+	// StepList returns every step of a run, in creation (declaration) order.
+	StepList(ctx context.Context, runID string) ([]StepRun, error)
+	// StepGet returns one step, or ErrStepNotFound.
+	StepGet(ctx context.Context, runID, step string) (StepRun, error)
+	// StepClaim takes a step for one attempt with a fresh fence and lease;
+	// see StepClaimParams for the conditions. Exactly one of many
+	// concurrent callers succeeds; the others get ErrNotClaimable.
+	StepClaim(ctx context.Context, p StepClaimParams) (StepClaimResult, error)
+	// StepHeartbeat extends the lease of the fence holder, or returns
+	// ErrFenceMismatch.
+	StepHeartbeat(ctx context.Context, p StepHeartbeatParams) error
+	// StepComplete records the success (or skip) of the fence holder's
+	// attempt and, in the same transaction, queues every downstream step
+	// whose dependencies are now all succeeded or skipped, returning them.
+	// A stale fence gives ErrFenceMismatch and changes nothing.
+	StepComplete(ctx context.Context, p StepCompleteParams) (StepCompleteResult, error)
+	// StepFail records the failure of the fence holder's attempt: a retry
+	// at p.RetryAt, or dead (compensation_failed for a compensation) when
+	// RetryAt is nil. A stale fence gives ErrFenceMismatch.
+	StepFail(ctx context.Context, p StepFailParams) (StepRun, error)
+	// StepTransition moves the named steps (all steps of the run when
+	// p.Steps is empty) whose status is in p.From to p.To, clearing fence
+	// and lease, and returns the steps it changed. It is how steps are
+	// queued for compensation, cancelled, and requeued from the dead-letter
+	// queue (To queued resets Attempt to 0 and NextAttemptAt).
+	StepTransition(ctx context.Context, p StepTransitionParams) ([]StepRun, error)
+	// StepListQueued lists steps that wait for a worker and have waited
+	// since before p.Before: status queued, and compensating steps with no
+	// lease and no pending retry. The reconciler re-enqueues them.
+	StepListQueued(ctx context.Context, p ListDueParams) ([]StepRun, error)
+	// StepListRetryDue lists steps whose retry (forward: retrying;
+	// compensation: compensating without a lease) is due at or before
+	// p.Before.
+	StepListRetryDue(ctx context.Context, p ListDueParams) ([]StepRun, error)
+	// StepListLeaseExpired lists running or compensating steps whose lease
+	// expired before p.Before.
+	StepListLeaseExpired(ctx context.Context, p ListDueParams) ([]StepRun, error)
+	// StepListDead lists dead steps (the dead-letter queue), newest first.
+	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
+
+	// AttemptList returns a run's history, oldest first.
+	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
+
+	// ScheduleUpsert creates or updates a schedule by name, keeping its
+	// LastTick, Paused flag and history; it clears Disabled.
+	ScheduleUpsert(ctx context.Context, s Schedule) (Schedule, error)
+	// ScheduleGet returns one schedule, or ErrScheduleNotFound.
+	ScheduleGet(ctx context.Context, name string) (Schedule, error)
+	// ScheduleList lists all schedules by name.
+	ScheduleList(ctx context.Context) ([]Schedule, error)
+	// ScheduleUpdate sets the Paused and/or Disabled flags of a schedule.
+	ScheduleUpdate(ctx context.Context, p ScheduleUpdateParams) (Schedule, error)
+	// ScheduleAdvance moves a schedule's LastTick from p.From (nil: never
+	// fired) to p.To. It returns false, and changes nothing, when another
+	// node advanced it first.
+	ScheduleAdvance(ctx context.Context, p ScheduleAdvanceParams) (bool, error)
+	// ScheduleTickRecord appends to a schedule's history; a repeat of the
+	// same (schedule, tick) is ignored.
+	ScheduleTickRecord(ctx context.Context, t ScheduleTick) error
+	// ScheduleTickList lists a schedule's history, newest first.
+	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
+
+	// Close releases the store's connections.
+	Close() error
+}
+
+// DBTX is the part of *sql.Tx (and *sql.DB, *sqlx.Tx) that TxStore needs:
+// standard-library types only.
+type DBTX interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// TxStore is implemented by stores that can create a run inside a
+// transaction the caller owns, so that the caller's own rows and the run
+// commit or roll back together (the outbox pattern). The caller commits; the
+// engine finds the run's queued steps afterwards.
+type TxStore interface {
+	RunCreateTx(ctx context.Context, tx DBTX, p RunCreateParams) (RunCreateResult, error)
+}
+
+// StepSpec describes one step of a run to create.
+type StepSpec struct {
+	Name        string
+	Deps        []string // names of steps in the same run
+	Queue       string
+	MaxAttempts int
+}
+
+// RunCreateParams are the arguments of Store.RunCreate.
+type RunCreateParams struct {
+	ID             string // caller-generated (UUIDv7); required
+	Workflow       string
+	Version        int
+	Input          []byte // JSON; nil is stored as null
+	IdempotencyKey string
+	Metadata       map[string]string
+	Schedule       string
+	ScheduledTick  *time.Time
+	StartAt        time.Time // zero means Now
+	Now            time.Time
+	Steps          []StepSpec
+}
+
+// RunCreateResult is what Store.RunCreate returns.
+type RunCreateResult struct {
+	Run     Run
+	Steps   []StepRun // the run's steps (for an existing run, as they are now)
+	Created bool      // false when an existing run was returned for the key
+}
+
+// RunListParams filter and page Store.RunList. Zero values mean no filter.
+type RunListParams struct {
+	Workflow      string
+	Status        []RunStatus
+	CreatedAfter  time.Time
+	CreatedBefore time.Time
+	Cursor        string // from a previous page's NextCursor
+	Limit         int    // default 50, at most 1000
+}
+
+// RunPage is one page of runs.
+type RunPage struct {
+	Runs       []Run
+	NextCursor string // empty on the last page
+}
+
+// RunTransitionParams are the arguments of Store.RunTransition.
+type RunTransitionParams struct {
+	RunID  string
+	From   []RunStatus
+	To     RunStatus
+	Output []byte // stored when To is succeeded
+	Error  string // stored when not empty
+	Now    time.Time
+	// CancelPendingSteps also moves the run's waiting, queued and retrying
+	// steps to cancelled in the same transaction (for compensating and
+	// cancelled).
+	CancelPendingSteps bool
+}
+
+// RunTransitionResult is what Store.RunTransition returns.
+type RunTransitionResult struct {
+	Run       Run
+	Cancelled []StepRun // steps cancelled by CancelPendingSteps
+}
+
+// RunStartParams are the arguments of Store.RunStart.
+type RunStartParams struct {
+	RunID string
+	Now   time.Time
+}
+
+// ListDueParams bound the reconciler's queries.
+type ListDueParams struct {
+	Before time.Time
+	Limit  int // default 100, at most 10000
+}
+
+// RunDeleteFinishedParams are the arguments of Store.RunDeleteFinished.
+type RunDeleteFinishedParams struct {
+	Before time.Time
+	Limit  int // default 1000
+}
+
+// StepClaimParams are the arguments of Store.StepClaim.
+//
+// A forward claim (Compensation false) succeeds when the run is running and
+// the step is queued, or retrying with NextAttemptAt at or before Now, or
+// running with a lease that expired before Now (a takeover: the lost
+// attempt is recorded as lost). It increments Attempt, sets status running
+// and writes Fence and LeaseUntil.
+//
+// A compensation claim succeeds when the run is compensating and the step
+// is compensating with no lease (or an expired one) and no retry due after
+// Now. It increments CompAttempt and writes Fence and LeaseUntil.
+//
+// Either way an attempt row (outcome running) is added to the history.
+type StepClaimParams struct {
+	RunID        string
+	Step         string
+	Compensation bool
+	Fence        string // fresh token chosen by the caller
+	Worker       string
+	LeaseUntil   time.Time
+	Now          time.Time
+	// WithOutputs lists steps whose outputs the result should carry (the
+	// step's dependencies, or the step itself for a compensation).
+	WithOutputs []string
+}
+
+// StepClaimResult is what Store.StepClaim returns.
+type StepClaimResult struct {
+	Step    StepRun
+	Run     Run
+	Outputs map[string][]byte // outputs of the steps in WithOutputs that have one
+}
+
+// StepHeartbeatParams are the arguments of Store.StepHeartbeat.
+type StepHeartbeatParams struct {
+	RunID      string
+	Step       string
+	Fence      string
+	LeaseUntil time.Time
+	Now        time.Time
+}
+
+// StepCompleteParams are the arguments of Store.StepComplete.
+type StepCompleteParams struct {
+	RunID  string
+	Step   string
+	Fence  string
+	Output []byte
+	// Skipped records the step as skipped (its condition was false)
+	// rather than succeeded; dependents are released the same way.
+	Skipped bool
+	// Compensation completes a compensation: the step becomes compensated.
+	Compensation bool
+	Now          time.Time
+}
+
+// StepCompleteResult is what Store.StepComplete returns.
+type StepCompleteResult struct {
+	Step  StepRun
+	Ready []StepRun // downstream steps this completion queued
+}
+
+// StepFailParams are the arguments of Store.StepFail.
+type StepFailParams struct {
+	RunID        string
+	Step         string
+	Fence        string
+	Error        string
+	RetryAt      *time.Time // nil: dead (or compensation_failed)
+	Compensation bool
+	Now          time.Time
+}
+
+// StepTransitionParams are the arguments of Store.StepTransition.
+type StepTransitionParams struct {
+	RunID string
+	Steps []string // empty: every step of the run
+	From  []StepStatus
+	To    StepStatus
+	Error string // stored when not empty
+	Now   time.Time
+}
+
+// StepListDeadParams page Store.StepListDead.
+type StepListDeadParams struct {
+	Workflow string
+	Cursor   string
+	Limit    int
+}
+
+// StepPage is one page of steps.
+type StepPage struct {
+	Steps      []StepRun
+	NextCursor string
+}
+
+// ScheduleUpdateParams are the arguments of Store.ScheduleUpdate; nil
+// fields are left as they are.
+type ScheduleUpdateParams struct {
+	Name     string
+	Paused   *bool
+	Disabled *bool
+	Now      time.Time
+}
+
+// ScheduleAdvanceParams are the arguments of Store.ScheduleAdvance.
+type ScheduleAdvanceParams struct {
+	Name string
+	From *time.Time
+	To   time.Time
+	Now  time.Time
+}
+
+// ScheduleTickListParams page Store.ScheduleTickList.
+type ScheduleTickListParams struct {
+	Name  string
+	Limit int
+}
