@@ -36,6 +36,12 @@ type Store interface {
 	// RunListDue lists pending runs whose StartAt is at or before p.Before
 	// (bounded by p.Limit, served by an index).
 	RunListDue(ctx context.Context, p ListDueParams) ([]Run, error)
+	// RunReopen resumes a failed run from the dead-letter queue: the run
+	// moves failed -> running, the named dead steps go back to queued with
+	// Attempt 0, and every cancelled step goes back to waiting (or queued
+	// when its PendingDeps is 0). It returns the steps it queued. A run
+	// that is not failed gives *TransitionError.
+	RunReopen(ctx context.Context, p RunReopenParams) ([]StepRun, error)
 	// RunDeleteFinished deletes up to p.Limit terminal runs (with their
 	// steps and attempts) that finished before p.Before, returning how many
 	// runs were deleted. Call it repeatedly to delete more.
@@ -55,7 +61,10 @@ type Store interface {
 	// StepComplete records the success (or skip) of the fence holder's
 	// attempt and, in the same transaction, queues every downstream step
 	// whose dependencies are now all succeeded or skipped, returning them.
-	// A stale fence gives ErrFenceMismatch and changes nothing.
+	// When that leaves no step of a running run unfinished (every step
+	// succeeded or skipped), the run becomes succeeded in the same
+	// transaction (RunFinished). A stale fence gives ErrFenceMismatch and
+	// changes nothing.
 	StepComplete(ctx context.Context, p StepCompleteParams) (StepCompleteResult, error)
 	// StepFail records the failure of the fence holder's attempt: a retry
 	// at p.RetryAt, or dead (compensation_failed for a compensation) when
@@ -267,6 +276,8 @@ type StepCompleteParams struct {
 type StepCompleteResult struct {
 	Step  StepRun
 	Ready []StepRun // downstream steps this completion queued
+	// RunFinished is true when this completion moved the run to succeeded.
+	RunFinished bool
 }
 
 // StepFailParams are the arguments of Store.StepFail.
@@ -278,6 +289,20 @@ type StepFailParams struct {
 	RetryAt      *time.Time // nil: dead (or compensation_failed)
 	Compensation bool
 	Now          time.Time
+	// DeadRunStatus, when not empty and the step goes dead, moves a running
+	// run to this status (compensating or failed) in the same transaction,
+	// cancelling its waiting, queued and retrying steps when it is
+	// compensating. A run that is no longer running is left as it is.
+	DeadRunStatus RunStatus
+	// DeadRunError is stored as the run's error with DeadRunStatus.
+	DeadRunError string
+}
+
+// RunReopenParams are the arguments of Store.RunReopen.
+type RunReopenParams struct {
+	RunID string
+	Steps []string // dead steps to retry
+	Now   time.Time
 }
 
 // StepTransitionParams are the arguments of Store.StepTransition.
