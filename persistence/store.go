@@ -290,9 +290,10 @@ type StepFailParams struct {
 	Compensation bool
 	Now          time.Time
 	// DeadRunStatus, when not empty and the step goes dead, moves a running
-	// run to this status (compensating or failed) in the same transaction,
-	// cancelling its waiting, queued and retrying steps when it is
-	// compensating. A run that is no longer running is left as it is.
+	// run to this status (compensating or failed) in the same transaction
+	// and cancels the run's waiting, queued and retrying steps (RunReopen
+	// can bring them back). A run that is no longer running is left as it
+	// is.
 	DeadRunStatus RunStatus
 	// DeadRunError is stored as the run's error with DeadRunStatus.
 	DeadRunError string
