@@ -1,0 +1,88 @@
+package dag_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// The order workflow: reserve stock, then notify the customer and award
+// loyalty points (only for big orders) in parallel, then ship.
+func ExampleNew() {
+	step := func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil }
+	h := steps.HandlerFunc(step)
+
+	w, err := dag.New("order", dag.DefaultTimeout(30*time.Second)).
+		Step("reserve", h, dag.Compensate(h)).
+		Step("notify", h, dag.After("reserve"), dag.Queue("mail")).
+		Step("points", h, dag.After("reserve"), dag.When("input.total >= 100"), dag.Compensate(h)).
+		Step("ship", h, dag.After("notify", "points"), dag.Retry(dag.RetryPolicy{MaxAttempts: 3})).
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(w.Order())
+	fmt.Print(w.Mermaid())
+	// Output:
+	// [reserve notify points ship]
+	// flowchart TD
+	//     reserve["reserve"]
+	//     notify["notify"]
+	//     points["points<br/>when: input.total #gt;= 100"]
+	//     ship["ship"]
+	//     reserve --> notify
+	//     reserve --> points
+	//     notify --> ship
+	//     points --> ship
+}
+
+// Validation names the workflow, the step and the problem.
+func ExampleBuilder_Build() {
+	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+	_, err := dag.New("order").
+		Step("reserve", h, dag.After("ship")).
+		Step("ship", h, dag.After("reserve", "pack")).
+		Build()
+	fmt.Println(err)
+	// Output:
+	// dag: workflow "order": step "ship" depends on unknown step "pack"
+	// dag: workflow "order": dependency cycle: reserve -> ship -> reserve
+}
+
+// Ready drives a run: which steps to queue, which to skip.
+func ExampleWorkflow_Ready() {
+	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+	w, _ := dag.New("order").
+		Step("reserve", h).
+		Step("points", h, dag.After("reserve"), dag.When("input.total >= 100")).
+		Step("email_points", h, dag.Needs("points")).
+		Step("ship", h, dag.After("points")).
+		Build()
+
+	// points' condition was false, so the engine skipped it.
+	run, skip := w.Ready(map[string]dag.Outcome{"reserve": dag.Succeeded, "points": dag.Skipped})
+	fmt.Println("run:", run, "skip:", skip)
+	// Output:
+	// run: [ship] skip: [email_points]
+}
+
+// Compensation runs backwards in waves; a wave may run in parallel.
+func ExampleWorkflow_CompensationOrder() {
+	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+	w, _ := dag.New("order").
+		Step("reserve", h, dag.Compensate(h)).
+		Step("charge", h, dag.After("reserve"), dag.Compensate(h)).
+		Step("points", h, dag.After("reserve"), dag.Compensate(h)).
+		Step("ship", h, dag.After("charge", "points")).
+		Build()
+
+	// ship was dead-lettered after the others completed.
+	fmt.Println(w.CompensationOrder(map[string]bool{"reserve": true, "charge": true, "points": true}))
+	// Output:
+	// [[points charge] [reserve]]
+}

@@ -1,0 +1,151 @@
+package dag
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+)
+
+// condition is a compiled `when`.
+type condition struct {
+	prog *vm.Program
+	refs []string // step names read as steps.<name>, in order of appearance
+	// dynamic is set when steps is indexed by a computed key, so every
+	// output has to be decoded.
+	dynamic bool
+}
+
+// whenEnv is what a condition sees. Values are untyped (decoded JSON), so
+// type errors surface at evaluation, not at compile time; unknown
+// variables are compile errors.
+type whenEnv struct {
+	Input any            `expr:"input"`
+	Steps map[string]any `expr:"steps"`
+}
+
+// compileWhen compiles src once, with member access made nil-safe (see
+// Step.EvalWhen) and the referenced steps collected.
+func compileWhen(src string) (*condition, error) {
+	c := &condition{}
+	prog, err := expr.Compile(src, expr.Env(whenEnv{}), expr.AsBool(), expr.Patch(&nilSafe{cond: c}))
+	if err != nil {
+		// expr appends a snippet with a caret on more lines; keep the
+		// first line (message and position) so the error stays one line.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, fmt.Errorf("%s", msg)
+	}
+	c.prog = prog
+	return c, nil
+}
+
+// nilSafe turns every member access a.b into a?.b, so that reading a field
+// of a missing value gives nil instead of an error, and records which steps
+// the condition reads.
+type nilSafe struct{ cond *condition }
+
+func (v *nilSafe) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok || m.Method {
+		return
+	}
+	if id, ok := m.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
+		if s, ok := m.Property.(*ast.StringNode); ok {
+			if !contains(v.cond.refs, s.Value) {
+				v.cond.refs = append(v.cond.refs, s.Value)
+			}
+		} else {
+			v.cond.dynamic = true
+		}
+	}
+	// Children are visited first: a.b is already a chain when a.b.c is
+	// visited; merge it so that one chain covers the whole path.
+	if ch, ok := m.Node.(*ast.ChainNode); ok {
+		m.Node = ch.Node
+	}
+	m.Optional = true
+	ast.Patch(node, &ast.ChainNode{Node: m})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// EvalWhen evaluates the step's condition for a run; true means run the
+// step, false skip it. It is true when When is empty. The condition was
+// compiled once by Build.
+//
+// The environment is:
+//
+//   - input: the run input decoded from JSON (objects are maps, numbers
+//     float64, null is nil);
+//   - steps.<name>.output: the decoded output of an upstream step (only
+//     upstream steps may be named; Build checks it).
+//
+// A missing value is nil, at any depth: input.total when the input has no
+// total, steps.reserve.output.warehouse when reserve was skipped or
+// returned no output. nil compares equal to nil and unequal to everything
+// else, so `steps.reserve.output.warehouse == "EU"` is simply false. Using
+// nil where a number or string is required (input.total >= 100 without a
+// total, len(nil)) is an evaluation error like any other type mismatch
+// (`"abc" >= 100`); give a default with ?? when a field is optional:
+// `(input.total ?? 0) >= 100`. A result that is nil counts as false; a
+// result that is not a boolean is an error.
+//
+// Errors wrap [ErrEvalCondition] and name the workflow, the step and the
+// condition. They mean the data does not fit the condition, which retrying
+// will not fix: the engine fails the step as it would for a permanent
+// error.
+func (s *Step) EvalWhen(input json.RawMessage, outputs map[string]json.RawMessage) (bool, error) {
+	if s.cond == nil {
+		return true, nil
+	}
+	fail := func(format string, args ...any) (bool, error) {
+		return false, fmt.Errorf("dag: workflow %q: step %q: when %q: %w: %s",
+			s.workflow, s.Name, s.When, ErrEvalCondition, fmt.Sprintf(format, args...))
+	}
+	in, err := decodeJSON(input)
+	if err != nil {
+		return fail("decode input: %v", err)
+	}
+	stepEnv := make(map[string]any)
+	for name, raw := range outputs {
+		if !s.cond.dynamic && !contains(s.cond.refs, name) {
+			continue
+		}
+		out, err := decodeJSON(raw)
+		if err != nil {
+			return fail("decode output of step %q: %v", name, err)
+		}
+		stepEnv[name] = map[string]any{"output": out}
+	}
+	res, err := expr.Run(s.cond.prog, whenEnv{Input: in, Steps: stepEnv})
+	if err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return fail("%s", msg)
+	}
+	switch r := res.(type) {
+	case bool:
+		return r, nil
+	case nil:
+		return false, nil
+	}
+	return fail("result %v (%T) is not a boolean", res, res)
+}
+
+func decodeJSON(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
