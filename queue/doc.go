@@ -1,0 +1,31 @@
+// Package queue is dagflow's dispatch queue: a reliable, lease-based queue
+// of small task ids on Redis (single node, Sentinel or Cluster), driven by
+// Lua scripts so that every state change is atomic.
+//
+// A task is ready, delayed (until a due time), leased (by a consumer,
+// until a lease deadline) or dead. Enqueue is idempotent per id while the
+// task is live. Dequeue leases ready tasks and raises their delivery
+// count; the consumer then Acks (done), Retries (delayed again), Releases
+// (handed back unprocessed), Extends the lease while it works, or Kills
+// the task. A lease that runs out makes the task ready again, so delivery
+// is at least once; dagflow fences the real work in its database.
+//
+// Redis is a rebuildable index here: payloads and the truth about each
+// step live in the database, and a reconciler re-enqueues what Redis lost.
+//
+// # Layout
+//
+// All keys of a queue share the hash tag "{<queue>}" (see keys.go), so
+// each script touches one Cluster slot. Task states live in a per-queue
+// index split over small hashes, which keeps a pending task to about 105
+// bytes of Redis memory with 45-byte ids.
+//
+// # Blocking
+//
+// A Dequeue that finds nothing sets the queue's waiting flag and waits on
+// the Queue's single pub/sub connection; the next script that makes tasks
+// ready publishes on the queue's channel while the flag is set. No
+// connection is held per blocked consumer, context cancellation is
+// immediate, and it works the same on Cluster (one slot per script,
+// pub/sub is cluster-wide) and on miniredis.
+package queue

@@ -1,0 +1,41 @@
+-- dequeue.lua: promote due work, then lease up to max ready tasks.
+-- KEYS[1] ready list
+-- KEYS[2] delayed zset
+-- KEYS[3] leased zset
+-- KEYS[4] index bucket prefix
+-- KEYS[5] waiting flag
+-- ARGV[1] notify channel
+-- ARGV[2] now, unix ms
+-- ARGV[3] lease deadline, unix ms
+-- ARGV[4] max tasks to lease
+-- ARGV[5] max delayed and max expired tasks to promote
+-- ARGV[6] 1 if other consumers of the caller's process wait on this queue
+-- Returns {next due ms or -1, ready left, id1, deliveries1, id2, ...}.
+-- When it leases nothing (or leaves the queue empty while others wait) it
+-- sets the waiting flag, so that the next enqueue publishes a wake-up.
+local now, deadline, max = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[5]))
+local ids = redis.call('LPOP', KEYS[1], max)
+local res = { 0, 0 }
+if ids then
+  local zargs = {}
+  for _, id in ipairs(ids) do
+    local _, d = iget(KEYS[4], id)
+    d = d + 1
+    iset(KEYS[4], id, LEASED, d)
+    zargs[#zargs + 1] = deadline
+    zargs[#zargs + 1] = id
+    res[#res + 1] = id
+    res[#res + 1] = d
+  end
+  callchunks('ZADD', KEYS[3], zargs)
+end
+local left = redis.call('LLEN', KEYS[1])
+if left == 0 and (not ids or ARGV[6] == '1') then
+  redis.call('SET', KEYS[5], 1)
+elseif left > 0 then
+  notify(KEYS[5], ARGV[1], left)
+end
+res[1] = nextdue(KEYS[2], KEYS[3])
+res[2] = left
+return res

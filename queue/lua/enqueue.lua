@@ -1,0 +1,36 @@
+-- enqueue.lua: add tasks that are not live yet (a dead task is revived).
+-- KEYS[1] ready list
+-- KEYS[2] delayed zset
+-- KEYS[3] dead zset
+-- KEYS[4] dead reasons hash
+-- KEYS[5] index bucket prefix
+-- KEYS[6] waiting flag
+-- ARGV[1] notify channel
+-- ARGV[2] now, unix ms
+-- ARGV[3..] pairs: task id, due unix ms (<= now: ready at once)
+-- Returns one integer per task: 1 added, 0 already ready, delayed or leased.
+local now = tonumber(ARGV[2])
+local added, ready = {}, {}
+for i = 3, #ARGV, 2 do
+  local id, due = ARGV[i], tonumber(ARGV[i + 1])
+  local state = iget(KEYS[5], id)
+  if state == nil or state == DEAD then
+    if state == DEAD then
+      redis.call('ZREM', KEYS[3], id)
+      redis.call('HDEL', KEYS[4], id)
+    end
+    if due <= now then
+      ready[#ready + 1] = id
+      iset(KEYS[5], id, READY, 0)
+    else
+      redis.call('ZADD', KEYS[2], due, id)
+      iset(KEYS[5], id, DELAYED, 0)
+    end
+    added[#added + 1] = 1
+  else
+    added[#added + 1] = 0
+  end
+end
+callchunks('RPUSH', KEYS[1], ready)
+notify(KEYS[6], ARGV[1], #ready)
+return added

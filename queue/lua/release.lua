@@ -1,0 +1,22 @@
+-- release.lua: hand leased tasks back unprocessed: to the front of the
+-- ready list, in the order given, with the delivery undone.
+-- KEYS[1] ready list
+-- KEYS[2] leased zset
+-- KEYS[3] index bucket prefix
+-- KEYS[4] waiting flag
+-- ARGV[1] notify channel
+-- ARGV[2..] task ids
+-- Returns the number of tasks released (ids not leased are skipped).
+local back = {}
+for i = #ARGV, 2, -1 do
+  local id = ARGV[i]
+  local state, d = iget(KEYS[3], id)
+  if state == LEASED then
+    redis.call('ZREM', KEYS[2], id)
+    iset(KEYS[3], id, READY, math.max(d - 1, 0))
+    back[#back + 1] = id
+  end
+end
+callchunks('LPUSH', KEYS[1], back)
+notify(KEYS[4], ARGV[1], #back)
+return #back

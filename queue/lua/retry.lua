@@ -1,0 +1,26 @@
+-- retry.lua: move a leased task to delayed (or to ready if already due).
+-- KEYS[1] ready list
+-- KEYS[2] delayed zset
+-- KEYS[3] leased zset
+-- KEYS[4] index bucket prefix
+-- KEYS[5] waiting flag
+-- ARGV[1] notify channel
+-- ARGV[2] now, unix ms
+-- ARGV[3] task id
+-- ARGV[4] due, unix ms
+-- Returns 1, or 0 if the task is not leased.
+local id, due = ARGV[3], tonumber(ARGV[4])
+local state, d = iget(KEYS[4], id)
+if state ~= LEASED then
+  return 0
+end
+redis.call('ZREM', KEYS[3], id)
+if due <= tonumber(ARGV[2]) then
+  redis.call('RPUSH', KEYS[1], id)
+  iset(KEYS[4], id, READY, d)
+  notify(KEYS[5], ARGV[1], 1)
+else
+  redis.call('ZADD', KEYS[2], due, id)
+  iset(KEYS[4], id, DELAYED, d)
+end
+return 1

@@ -1,0 +1,12 @@
+-- stats.lua: count the tasks in each state.
+-- KEYS[1] ready list
+-- KEYS[2] delayed zset
+-- KEYS[3] leased zset
+-- KEYS[4] dead zset
+-- Returns {ready, delayed, leased, dead}.
+return {
+  redis.call('LLEN', KEYS[1]),
+  redis.call('ZCARD', KEYS[2]),
+  redis.call('ZCARD', KEYS[3]),
+  redis.call('ZCARD', KEYS[4]),
+}

@@ -1,0 +1,243 @@
+package queue
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// notifier wakes blocked Dequeue calls of this process. It holds one
+// pub/sub connection for the whole Queue, subscribed to the notify channel
+// of every queue that has been dequeued from. The scripts publish "n tasks
+// became ready" on a queue's channel only while its waiting flag is set,
+// which a dequeue that found nothing sets: an idle queue costs a PUBLISH
+// per wake-up, a busy one nothing.
+//
+// A notification wakes at most n waiters of this process (in the order
+// they started waiting). A woken consumer that leaves ready tasks behind
+// wakes the next waiter itself (chain), and one that empties the queue
+// while others still wait sets the flag again, so no waiter sleeps while
+// work is ready and nobody will tell it. The PollInterval timer is the
+// safety net for lost messages (a reconnect also wakes every waiter).
+type notifier struct {
+	q *Queue
+
+	mu      sync.Mutex
+	ps      *redis.PubSub
+	topics  map[string]*topic // by channel
+	closed  bool
+	closing chan struct{}
+	done    chan struct{} // closed when the receive loop returns; nil if never started
+}
+
+type topic struct {
+	confirmed chan struct{} // closed once the server confirmed the subscription
+	waiters   []*waiter
+}
+
+type waiter struct {
+	ch        chan struct{} // capacity 1: "look again"
+	channels  []string
+	in        map[string]bool // registered on that topic
+	signalled map[string]bool // woken by that topic, and not looked yet
+	finished  bool
+}
+
+// subscribeWait bounds how long Dequeue waits for the subscription to be
+// confirmed before it goes on relying on the poll timer.
+const subscribeWait = 2 * time.Second
+
+func newNotifier(q *Queue) *notifier {
+	return &notifier{q: q, topics: map[string]*topic{}, closing: make(chan struct{})}
+}
+
+// subscribe makes sure the pub/sub connection listens on channels and that
+// the server confirmed it, so that a notification published after the
+// caller's next script cannot be missed.
+func (n *notifier) subscribe(ctx context.Context, channels []string) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrClosed
+	}
+	var fresh []string
+	var wait []chan struct{}
+	for _, ch := range channels {
+		t := n.topics[ch]
+		if t == nil {
+			t = &topic{confirmed: make(chan struct{})}
+			n.topics[ch] = t
+			fresh = append(fresh, ch)
+		}
+		wait = append(wait, t.confirmed)
+	}
+	var err error
+	switch {
+	case len(fresh) == 0:
+	case n.ps == nil:
+		n.ps = n.q.client.Subscribe(ctx, fresh...)
+		n.done = make(chan struct{})
+		go n.loop(n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)), n.done)
+	default:
+		// The write is short; the receive loop does not need n.mu to read.
+		err = n.ps.Subscribe(ctx, fresh...)
+	}
+	n.mu.Unlock()
+	if err != nil {
+		n.q.log.Warn("queue: subscribe failed; relying on polling", "channels", fresh, "err", err)
+	}
+	timeout := time.NewTimer(subscribeWait)
+	defer timeout.Stop()
+	for _, c := range wait {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.closing:
+			return ErrClosed
+		case <-timeout.C:
+			n.q.log.Warn("queue: subscription not confirmed; relying on polling", "channels", channels)
+			return nil
+		}
+	}
+	return nil
+}
+
+func (n *notifier) loop(msgs <-chan any, done chan struct{}) {
+	defer close(done)
+	for m := range msgs {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind != "subscribe" {
+				continue
+			}
+			n.mu.Lock()
+			if t := n.topics[m.Channel]; t != nil {
+				select {
+				case <-t.confirmed:
+					// A resubscription after a reconnect: messages may have
+					// been lost meanwhile, so everyone looks again.
+					n.wakeLocked(m.Channel, t, len(t.waiters))
+				default:
+					close(t.confirmed)
+				}
+			}
+			n.mu.Unlock()
+		case *redis.Message:
+			count, err := strconv.Atoi(m.Payload)
+			n.mu.Lock()
+			if t := n.topics[m.Channel]; t != nil {
+				if err != nil || count < 1 {
+					count = len(t.waiters)
+				}
+				n.wakeLocked(m.Channel, t, count)
+			}
+			n.mu.Unlock()
+		}
+	}
+}
+
+// wakeLocked wakes the first count waiters of t.
+func (n *notifier) wakeLocked(ch string, t *topic, count int) {
+	for ; count > 0 && len(t.waiters) > 0; count-- {
+		w := t.waiters[0]
+		t.waiters[0] = nil
+		t.waiters = t.waiters[1:]
+		w.in[ch] = false
+		w.signalled[ch] = true
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (n *notifier) newWaiter(channels []string) *waiter {
+	return &waiter{
+		ch:        make(chan struct{}, 1),
+		channels:  channels,
+		in:        make(map[string]bool, len(channels)),
+		signalled: make(map[string]bool, len(channels)),
+	}
+}
+
+// register puts w (back) on the waiter list of each of its channels. It
+// must come before the scripts that decide to wait.
+func (n *notifier) register(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ch := range w.channels {
+		if t := n.topics[ch]; t != nil && !w.in[ch] {
+			t.waiters = append(t.waiters, w)
+			w.in[ch] = true
+		}
+	}
+}
+
+// look marks that w is about to run the script of ch, and reports whether
+// other waiters of this process wait on ch.
+func (n *notifier) look(w *waiter, ch string) (others bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.signalled[ch] = false
+	t := n.topics[ch]
+	if t == nil {
+		return false
+	}
+	c := len(t.waiters)
+	if w.in[ch] {
+		c--
+	}
+	return c > 0
+}
+
+// finish takes w off every list. Wake-ups w received but did not act on
+// go to the next waiter; chain (if not empty) wakes one more waiter of
+// that channel because the consumer left ready tasks behind.
+func (n *notifier) finish(w *waiter, chain string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w.finished {
+		return
+	}
+	w.finished = true
+	for _, ch := range w.channels {
+		t := n.topics[ch]
+		if t == nil {
+			continue
+		}
+		if w.in[ch] {
+			for i, x := range t.waiters {
+				if x == w {
+					t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+					break
+				}
+			}
+			w.in[ch] = false
+		}
+		if w.signalled[ch] || ch == chain {
+			n.wakeLocked(ch, t, 1)
+		}
+	}
+}
+
+func (n *notifier) close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	close(n.closing)
+	ps, done := n.ps, n.done
+	n.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	err := ps.Close()
+	<-done
+	return err
+}

@@ -1,0 +1,490 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors callers branch on. Returned errors wrap them and name the value.
+var (
+	// ErrInvalidID: a task id is empty, longer than 200 bytes, or has a
+	// byte that is not printable ASCII, a space or a brace.
+	ErrInvalidID = errors.New("queue: invalid task id")
+	// ErrInvalidQueue: a queue name does not match ^[A-Za-z][A-Za-z0-9_-]{0,63}$.
+	ErrInvalidQueue = errors.New("queue: invalid queue name")
+	// ErrNotLeased: Retry or Kill of a task that is not leased (acked,
+	// expired and handed to another consumer, or never dequeued).
+	ErrNotLeased = errors.New("queue: task not leased")
+	// ErrInvalidConfig: New was given an unusable Config.
+	ErrInvalidConfig = errors.New("queue: invalid config")
+	// ErrInvalidArgument: a parameter other than an id or queue name is
+	// out of range (a lease that is not positive, an unknown State...).
+	ErrInvalidArgument = errors.New("queue: invalid argument")
+	// ErrClosed: the Queue was closed.
+	ErrClosed = errors.New("queue: closed")
+)
+
+const (
+	maxIDLen = 200
+	// maxBatch bounds DequeueParams.Max.
+	maxBatch = 1000
+	// promoteLimit bounds how many due delayed tasks and how many expired
+	// leases one Dequeue moves to ready (besides Max).
+	promoteLimit = 200
+	// DefaultDeadLimit is the default of Config.DeadLimit.
+	DefaultDeadLimit = 10000
+)
+
+// Config configures a Queue. Zero values mean the documented defaults.
+type Config struct {
+	// Client is the Redis client: single node, Sentinel or Cluster.
+	// Required. Close does not close it.
+	Client redis.UniversalClient
+	// Prefix namespaces the keys, default "dagflow"; keys look like
+	// "<prefix>:{<queue>}:ready". It must not contain braces.
+	Prefix string
+	// Now is the clock for due times and lease deadlines, default
+	// time.Now. Redis' own clock is never used, so a fake clock works.
+	Now func() time.Time
+	// PollInterval is the longest a blocked Dequeue waits before it looks
+	// at delayed tasks and expired leases again, default 1s.
+	PollInterval time.Duration
+	// DeadLimit is how many dead tasks a queue keeps; beyond it the
+	// oldest are dropped. Default DefaultDeadLimit.
+	DeadLimit int
+	// Logger receives the rare operational messages (lost pub/sub
+	// connection...), default a logger that discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "dagflow"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.DeadLimit == 0 {
+		c.DeadLimit = DefaultDeadLimit
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is required", ErrInvalidConfig)
+	case strings.ContainsAny(c.Prefix, "{}"):
+		return fmt.Errorf("%w: Prefix %q contains a brace", ErrInvalidConfig, c.Prefix)
+	case c.PollInterval < 0:
+		return fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidConfig, c.PollInterval)
+	case c.DeadLimit < 0:
+		return fmt.Errorf("%w: DeadLimit %d is negative", ErrInvalidConfig, c.DeadLimit)
+	}
+	return nil
+}
+
+// Queue is a set of named Redis queues of task ids. It is safe for
+// concurrent use; many processes may share the same queues.
+type Queue struct {
+	client    redis.UniversalClient
+	prefix    string
+	now       func() time.Time
+	poll      time.Duration
+	deadLimit int
+	log       *slog.Logger
+
+	notifier  *notifier
+	closeOnce sync.Once
+}
+
+// New returns a Queue. It does no I/O: the scripts are sent to Redis on
+// first use, and the pub/sub connection that wakes blocked Dequeue calls
+// is opened by the first Dequeue.
+func New(cfg Config) (*Queue, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{
+		client:    cfg.Client,
+		prefix:    cfg.Prefix,
+		now:       cfg.Now,
+		poll:      cfg.PollInterval,
+		deadLimit: cfg.DeadLimit,
+		log:       cfg.Logger,
+	}
+	q.notifier = newNotifier(q)
+	return q, nil
+}
+
+// Close stops what the Queue started (its pub/sub connection); blocked
+// Dequeue calls return ErrClosed. It does not close the client.
+func (q *Queue) Close() error {
+	var err error
+	q.closeOnce.Do(func() { err = q.notifier.close() })
+	return err
+}
+
+// Item is a task to enqueue.
+type Item struct {
+	// ID identifies the task; see ValidateID.
+	ID string
+	// At is when the task becomes ready; zero or past means now.
+	At time.Time
+}
+
+// Enqueue adds tasks to queue, atomically. For each item it reports true
+// if it was added and false if a task with that id is already ready,
+// delayed or leased (enqueue is idempotent per id). A dead task with the
+// same id is revived with a fresh delivery count.
+func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]bool, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return []bool{}, nil
+	}
+	k := q.keys(queue)
+	args := make([]any, 0, 2+2*len(items))
+	args = append(args, k.channel, q.now().UnixMilli())
+	for _, it := range items {
+		if err := ValidateID(it.ID); err != nil {
+			return nil, err
+		}
+		var due int64
+		if !it.At.IsZero() {
+			due = it.At.UnixMilli()
+		}
+		args = append(args, it.ID, due)
+	}
+	res, err := scriptEnqueue.Run(ctx, q.client,
+		[]string{k.ready, k.delayed, k.dead, k.reasons, k.index, k.waiting}, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("queue: enqueue to %q: %w", queue, err)
+	}
+	added := make([]bool, len(res))
+	for i, v := range res {
+		added[i] = v == 1
+	}
+	return added, nil
+}
+
+// Ack removes tasks for good, whatever their live state (leased, ready or
+// delayed). Unknown ids are ignored, so Ack is idempotent; dead tasks are
+// left for Remove.
+func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
+	if err := checkIDs(queue, ids); err != nil || len(ids) == 0 {
+		return err
+	}
+	k := q.keys(queue)
+	if err := scriptAck.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)...).Err(); err != nil {
+		return fmt.Errorf("queue: ack in %q: %w", queue, err)
+	}
+	return nil
+}
+
+// Retry moves a leased task to delayed until at (or straight to ready if
+// at is not after now), keeping its delivery count. It returns an error
+// wrapping ErrNotLeased if the task is not leased.
+func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error {
+	if err := checkIDs(queue, []string{id}); err != nil {
+		return err
+	}
+	k := q.keys(queue)
+	var due int64
+	if !at.IsZero() {
+		due = at.UnixMilli()
+	}
+	n, err := scriptRetry.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
+		k.channel, q.now().UnixMilli(), id, due).Int()
+	if err != nil {
+		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
+	}
+	if n == 0 {
+		return notLeased(queue, id)
+	}
+	return nil
+}
+
+// Release hands leased tasks back unprocessed (graceful shutdown): they go
+// to the front of the ready list in the order given, and the delivery is
+// undone (their count goes back down by one). Ids that are not leased are
+// skipped.
+func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error {
+	if err := checkIDs(queue, ids); err != nil || len(ids) == 0 {
+		return err
+	}
+	k := q.keys(queue)
+	args := append([]any{k.channel}, strArgs(ids)...)
+	if err := scriptRelease.Run(ctx, q.client, []string{k.ready, k.leased, k.index, k.waiting}, args...).Err(); err != nil {
+		return fmt.Errorf("queue: release in %q: %w", queue, err)
+	}
+	return nil
+}
+
+// Extend sets the lease deadline of a leased task to now+lease (the
+// heartbeat). It reports false if the task is not leased anymore.
+func (q *Queue) Extend(ctx context.Context, queue, id string, lease time.Duration) (bool, error) {
+	if err := checkIDs(queue, []string{id}); err != nil {
+		return false, err
+	}
+	if lease <= 0 {
+		return false, fmt.Errorf("%w: lease %v is not positive", ErrInvalidArgument, lease)
+	}
+	k := q.keys(queue)
+	n, err := scriptExtend.Run(ctx, q.client, []string{k.leased, k.index}, id, q.now().Add(lease).UnixMilli()).Int()
+	if err != nil {
+		return false, fmt.Errorf("queue: extend %q in %q: %w", id, queue, err)
+	}
+	return n == 1, nil
+}
+
+// Kill moves a leased task to the dead set with a reason (e.g. its
+// delivery limit was exceeded). It returns an error wrapping ErrNotLeased
+// if the task is not leased. A queue keeps at most Config.DeadLimit dead
+// tasks.
+func (q *Queue) Kill(ctx context.Context, queue, id, reason string) error {
+	if err := checkIDs(queue, []string{id}); err != nil {
+		return err
+	}
+	k := q.keys(queue)
+	n, err := scriptKill.Run(ctx, q.client, []string{k.leased, k.dead, k.reasons, k.index},
+		q.now().UnixMilli(), id, reason, q.deadLimit).Int()
+	if err != nil {
+		return fmt.Errorf("queue: kill %q in %q: %w", id, queue, err)
+	}
+	if n == 0 {
+		return notLeased(queue, id)
+	}
+	return nil
+}
+
+// SweepResult counts what Sweep moved.
+type SweepResult struct {
+	// Promoted is the number of due delayed tasks moved to ready.
+	Promoted int
+	// Expired is the number of expired leases moved to ready.
+	Expired int
+}
+
+// Sweep moves up to limit due delayed tasks and up to limit tasks whose
+// lease expired to the back of the ready list. Dequeue does the same as it
+// goes; Sweep is for queues nobody is consuming right now. It is safe to
+// run from many processes at once. limit <= 0 means 1000.
+func (q *Queue) Sweep(ctx context.Context, queue string, limit int) (SweepResult, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return SweepResult{}, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	k := q.keys(queue)
+	res, err := scriptSweep.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
+		k.channel, q.now().UnixMilli(), limit).Int64Slice()
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("queue: sweep %q: %w", queue, err)
+	}
+	return SweepResult{Promoted: int(res[0]), Expired: int(res[1])}, nil
+}
+
+// State is the state of a task in a queue.
+type State string
+
+// The states of a task.
+const (
+	StateReady   State = "ready"
+	StateDelayed State = "delayed"
+	StateLeased  State = "leased"
+	StateDead    State = "dead"
+)
+
+func (s State) code() (int, bool) {
+	switch s {
+	case StateReady:
+		return 0, true
+	case StateDelayed:
+		return 1, true
+	case StateLeased:
+		return 2, true
+	case StateDead:
+		return 3, true
+	}
+	return 0, false
+}
+
+// Stats counts the tasks of a queue by state.
+type Stats struct {
+	Ready, Delayed, Leased, Dead int64
+}
+
+// Stats counts the tasks of queue by state, atomically.
+func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return Stats{}, err
+	}
+	k := q.keys(queue)
+	res, err := scriptStats.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead}).Int64Slice()
+	if err != nil {
+		return Stats{}, fmt.Errorf("queue: stats of %q: %w", queue, err)
+	}
+	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2], Dead: res[3]}, nil
+}
+
+// TaskInfo describes a task for operators.
+type TaskInfo struct {
+	ID         string
+	State      State
+	Deliveries int
+	// Due is, for a delayed task, when it becomes ready; for a leased
+	// task, its lease deadline; for a dead task, when it was killed; zero
+	// for a ready task.
+	Due time.Time
+	// Reason is why a dead task was killed.
+	Reason string
+}
+
+// List returns up to limit tasks of queue in state, skipping offset: ready
+// tasks in the order they will be dequeued, the others by Due.
+func (q *Queue) List(ctx context.Context, queue string, state State, offset, limit int) ([]TaskInfo, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	code, ok := state.code()
+	if !ok {
+		return nil, fmt.Errorf("%w: state %q", ErrInvalidArgument, state)
+	}
+	if offset < 0 || limit < 0 {
+		return nil, fmt.Errorf("%w: offset %d, limit %d", ErrInvalidArgument, offset, limit)
+	}
+	if limit == 0 {
+		return []TaskInfo{}, nil
+	}
+	k := q.keys(queue)
+	res, err := scriptList.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead, k.reasons, k.index},
+		code, offset, limit).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("queue: list %s tasks of %q: %w", state, queue, err)
+	}
+	infos := make([]TaskInfo, 0, len(res)/4)
+	for i := 0; i+3 < len(res); i += 4 {
+		info := TaskInfo{ID: asString(res[i]), State: state, Reason: asString(res[i+3])}
+		info.Deliveries = int(asInt(res[i+1]))
+		if s := asString(res[i+2]); s != "" {
+			ms, err := strconv.ParseFloat(s, 64)
+			if err == nil {
+				info.Due = time.UnixMilli(int64(ms))
+			}
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// Remove deletes a task in whatever state it is and reports whether it
+// existed.
+func (q *Queue) Remove(ctx context.Context, queue, id string) (bool, error) {
+	if err := checkIDs(queue, []string{id}); err != nil {
+		return false, err
+	}
+	k := q.keys(queue)
+	n, err := scriptRemove.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead, k.reasons, k.index}, id).Int()
+	if err != nil {
+		return false, fmt.Errorf("queue: remove %q from %q: %w", id, queue, err)
+	}
+	return n == 1, nil
+}
+
+// ValidateID checks a task id: 1 to 200 bytes of printable ASCII without
+// spaces or braces.
+func ValidateID(id string) error {
+	if len(id) == 0 || len(id) > maxIDLen {
+		return fmt.Errorf("%w %q: length %d not in 1..%d", ErrInvalidID, truncate(id), len(id), maxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' || c == '{' || c == '}' {
+			return fmt.Errorf("%w %q: byte %#x at %d is not printable ASCII without space or brace", ErrInvalidID, truncate(id), c, i)
+		}
+	}
+	return nil
+}
+
+// ValidateQueue checks a queue name against ^[A-Za-z][A-Za-z0-9_-]{0,63}$.
+func ValidateQueue(name string) error {
+	ok := len(name) >= 1 && len(name) <= 64
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		ok = letter || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("%w %q: want a letter, then up to 63 letters, digits, '_' or '-'", ErrInvalidQueue, truncate(name))
+	}
+	return nil
+}
+
+func checkIDs(queue string, ids []string) error {
+	if err := ValidateQueue(queue); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func notLeased(queue, id string) error {
+	return fmt.Errorf("%w: task %q in queue %q", ErrNotLeased, id, queue)
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+func strArgs(ss []string) []any {
+	args := make([]any, len(ss))
+	for i, s := range ss {
+		args[i] = s
+	}
+	return args
+}
+
+func asString(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
+
+func asInt(v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}

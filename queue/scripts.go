@@ -1,0 +1,38 @@
+package queue
+
+import (
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// Each script is lua/common.lua followed by its own file. redis.Script
+// runs EVALSHA and falls back to EVAL once per server that lacks it.
+var (
+	scriptEnqueue = loadScript("enqueue")
+	scriptDequeue = loadScript("dequeue")
+	scriptAck     = loadScript("ack")
+	scriptRetry   = loadScript("retry")
+	scriptRelease = loadScript("release")
+	scriptExtend  = loadScript("extend")
+	scriptKill    = loadScript("kill")
+	scriptSweep   = loadScript("sweep")
+	scriptStats   = loadScript("stats")
+	scriptList    = loadScript("list")
+	scriptRemove  = loadScript("remove")
+)
+
+func loadScript(name string) *redis.Script {
+	common, err := luaFS.ReadFile("lua/common.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := luaFS.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(common) + "\n" + string(body))
+}
