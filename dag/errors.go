@@ -66,8 +66,11 @@ func (e *YAMLError) Error() string {
 	if loc == "" {
 		loc = "<yaml>"
 	}
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Column > 0:
 		loc = fmt.Sprintf("%s:%d:%d", loc, e.Line, e.Column)
+	case e.Line > 0:
+		loc = fmt.Sprintf("%s:%d", loc, e.Line)
 	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s: %s: %v", loc, e.Field, e.Err)

@@ -1,0 +1,130 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/steps"
+	"github.com/dagflow/dagflow/workflows"
+)
+
+// goOrder is the Go declaration of order.yaml.
+func goOrder(reg *steps.Registry) (*dag.Workflow, error) {
+	h := func(name string) steps.Handler {
+		v, _ := reg.Lookup(name)
+		return v
+	}
+	return dag.New("order",
+		dag.Version(1),
+		dag.DefaultRetry(dag.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: time.Minute, Multiplier: 2, Jitter: 1}),
+		dag.DefaultTimeout(30*time.Second),
+		dag.DefaultQueue("default"),
+	).
+		Step("reserve", h("order.reserve"), dag.Compensate(h("order.release")), dag.Timeout(10*time.Second)).
+		Step("notify", h("order.notify"), dag.After("reserve"), dag.Queue("mail"),
+			dag.Retry(dag.RetryPolicy{MaxAttempts: 10, InitialBackoff: 5 * time.Second, MaxBackoff: 10 * time.Minute})).
+		Step("points", h("order.points"), dag.After("reserve"), dag.When("input.total >= 100"), dag.Compensate(h("order.revoke_points"))).
+		Step("ship", h("order.ship"), dag.Needs("reserve"), dag.After("notify", "points"),
+			dag.Retry(dag.RetryPolicy{MaxAttempts: 3}), dag.Timeout(2*time.Minute)).
+		Build()
+}
+
+// plan is everything about a workflow that does not depend on handler
+// identity.
+type plan struct {
+	Name      string
+	Version   int
+	Order     []string
+	Roots     []string
+	Steps     []stepPlan
+	Mermaid   string
+	Comp      [][]string
+	ReadyRuns [][]string
+}
+
+type stepPlan struct {
+	Name, Queue, When string
+	Deps, Needs       []string
+	Retry             dag.RetryPolicy
+	Timeout           time.Duration
+	Compensable       bool
+}
+
+func planOf(w *dag.Workflow) plan {
+	p := plan{Name: w.Name(), Version: w.Version(), Order: w.Order(), Roots: w.Roots(), Mermaid: w.Mermaid()}
+	all := map[string]bool{}
+	for _, s := range w.Steps() {
+		p.Steps = append(p.Steps, stepPlan{s.Name, s.Queue, s.When, s.Deps, s.Needs, s.Retry, s.Timeout, s.Compensation != nil})
+		all[s.Name] = true
+	}
+	p.Comp = w.CompensationOrder(all)
+	run, skip := w.Ready(map[string]dag.Outcome{"reserve": dag.Skipped})
+	p.ReadyRuns = [][]string{run, skip}
+	return p
+}
+
+func load(t *testing.T) (*dag.Workflow, *steps.Registry) {
+	t.Helper()
+	reg := steps.NewRegistry()
+	if err := workflows.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := dag.LoadFS(workflows.FS, reg)
+	if err != nil {
+		t.Fatalf("LoadFS: %v", err)
+	}
+	for _, w := range ws {
+		if w.Name() == "order" {
+			return w, reg
+		}
+	}
+	t.Fatal("workflows.FS has no order workflow")
+	return nil, nil
+}
+
+func TestOrderYAMLMatchesGo(t *testing.T) {
+	fromYAML, reg := load(t)
+	fromGo, err := goOrder(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(planOf(fromGo), planOf(fromYAML)); diff != "" {
+		t.Errorf("order.yaml and the Go declaration differ (-go +yaml):\n%s", diff)
+	}
+	for _, s := range fromYAML.Steps() {
+		if s.Handler == nil {
+			t.Errorf("step %q: no handler", s.Name)
+		}
+	}
+}
+
+func TestOrderHandlers(t *testing.T) {
+	w, _ := load(t)
+	ctx := context.Background()
+	in := json.RawMessage(`{"id":"o-1","total":150,"fail":"ship"}`)
+	sc := steps.Context{RunID: "r1", Workflow: "order", Step: "reserve", Attempt: 1, Input: in}
+	out, err := steps.Call(ctx, w.Step("reserve").Handler, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), `{"warehouse":"EU","key":"r1/reserve"}`; got != want {
+		t.Errorf("reserve output = %s, want %s", got, want)
+	}
+	ok, err := w.Step("points").EvalWhen(in, map[string]json.RawMessage{"reserve": out})
+	if err != nil || !ok {
+		t.Errorf("points when = %v, %v; want true", ok, err)
+	}
+	sc.Step = "ship"
+	if _, err := steps.Call(ctx, w.Step("ship").Handler, sc); !steps.IsPermanent(err) {
+		t.Errorf("ship with fail=ship: error = %v, want permanent", err)
+	}
+	sc.Step, sc.Compensation = "reserve", true
+	if _, err := steps.Call(ctx, w.Step("reserve").Compensation, sc); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
