@@ -115,6 +115,7 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 		} else {
 			timer.Reset(wait)
 		}
+		q.notifier.setSleeping(w, true)
 		select {
 		case <-w.ch:
 		case <-timer.C:
@@ -123,6 +124,7 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 		case <-q.notifier.closing:
 			return nil, ErrClosed
 		}
+		q.notifier.setSleeping(w, false)
 	}
 }
 

@@ -44,6 +44,7 @@ type waiter struct {
 	in        map[string]bool // registered on that topic
 	signalled map[string]bool // woken by that topic, and not looked yet
 	finished  bool
+	sleeping  bool // between its scripts and its wake-up (tests look at it)
 }
 
 // subscribeWait bounds how long Dequeue waits for the subscription to be
@@ -175,6 +176,13 @@ func (n *notifier) register(w *waiter) {
 			w.in[ch] = true
 		}
 	}
+}
+
+// setSleeping records whether w is asleep.
+func (n *notifier) setSleeping(w *waiter, v bool) {
+	n.mu.Lock()
+	w.sleeping = v
+	n.mu.Unlock()
 }
 
 // look marks that w is about to run the script of ch, and reports whether

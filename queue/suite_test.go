@@ -1,0 +1,608 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+// runSuite is the conformance suite every backend (real Redis, miniredis,
+// Redis Cluster) must pass.
+func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
+	// setup returns a Queue with a fake clock and a long PollInterval, so
+	// that anything faster than it proves a wake-up did the work.
+	setup := func(t *testing.T) (*Queue, *fakeClock) {
+		clock := newFakeClock()
+		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, PollInterval: 30 * time.Second})
+		return q, clock
+	}
+	ctx := context.Background()
+	lease := time.Minute
+
+	t.Run("EnqueueDequeueAck", func(t *testing.T) {
+		q, clock := setup(t)
+		added := mustEnqueue(t, q, "jobs", Item{ID: "a/1"}, Item{ID: "b/1"}, Item{ID: "c/1"})
+		if diff := cmp.Diff([]bool{true, true, true}, added); diff != "" {
+			t.Fatalf("added (-want +got):\n%s", diff)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 3})
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 2, Lease: lease})
+		want := []Task{
+			{ID: "a/1", Queue: "jobs", Deliveries: 1, LeaseUntil: clock.Now().Add(lease)},
+			{ID: "b/1", Queue: "jobs", Deliveries: 1, LeaseUntil: clock.Now().Add(lease)},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("dequeue (-want +got):\n%s", diff)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 1, Leased: 2})
+		if err := q.Ack(ctx, "jobs", "a/1", "b/1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Ack(ctx, "jobs", "a/1", "never-seen"); err != nil {
+			t.Fatalf("second ack: %v", err)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 1})
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+		if len(got) != 1 || got[0].ID != "c/1" {
+			t.Fatalf("dequeue = %+v, want c/1", got)
+		}
+		if err := q.Ack(ctx, "jobs", "c/1"); err != nil {
+			t.Fatal(err)
+		}
+		wantStats(t, q, "jobs", Stats{})
+		if added := mustEnqueue(t, q, "jobs", Item{ID: "a/1"}); !added[0] {
+			t.Fatal("enqueue after ack: not added")
+		}
+	})
+
+	t.Run("DuplicateEnqueue", func(t *testing.T) {
+		q, clock := setup(t)
+		got := mustEnqueue(t, q, "jobs", Item{ID: "r"}, Item{ID: "r"}, Item{ID: "d", At: clock.Now().Add(time.Hour)}, Item{ID: "l"})
+		if diff := cmp.Diff([]bool{true, false, true, true}, got); diff != "" {
+			t.Fatalf("first enqueue (-want +got):\n%s", diff)
+		}
+		// Lease "r", leaving "l" ready.
+		if tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease}); tasks[0].ID != "r" {
+			t.Fatalf("dequeued %+v, want r", tasks)
+		}
+		// r leased, d delayed, l ready: all already there, whenever due.
+		got = mustEnqueue(t, q, "jobs", Item{ID: "r"}, Item{ID: "d"}, Item{ID: "l", At: clock.Now().Add(time.Hour)})
+		if diff := cmp.Diff([]bool{false, false, false}, got); diff != "" {
+			t.Fatalf("duplicate enqueue (-want +got):\n%s", diff)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 1, Delayed: 1, Leased: 1})
+		// A dead task may be enqueued again: it is revived, fresh.
+		if err := q.Kill(ctx, "jobs", "r", "too many deliveries"); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustEnqueue(t, q, "jobs", Item{ID: "r"}); !got[0] {
+			t.Fatal("enqueue of a dead task: not added")
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 2, Delayed: 1})
+		infos, err := q.List(ctx, "jobs", StateReady, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]TaskInfo{{ID: "l", State: StateReady}, {ID: "r", State: StateReady}}, infos); diff != "" {
+			t.Fatalf("ready (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("DelayedAndSweep", func(t *testing.T) {
+		q, clock := setup(t)
+		mustEnqueue(t, q, "jobs", Item{ID: "later", At: clock.Now().Add(time.Minute)}, Item{ID: "past", At: clock.Now().Add(-time.Minute)})
+		wantStats(t, q, "jobs", Stats{Ready: 1, Delayed: 1})
+		if tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(tasks) != 1 || tasks[0].ID != "past" {
+			t.Fatalf("dequeue = %+v, want only past", tasks)
+		}
+		if err := q.Ack(ctx, "jobs", "past"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := q.Sweep(ctx, "jobs", 10)
+		if err != nil || res != (SweepResult{}) {
+			t.Fatalf("early sweep = %+v, %v; want nothing", res, err)
+		}
+		clock.Advance(time.Minute)
+		res, err = q.Sweep(ctx, "jobs", 10)
+		if err != nil || res != (SweepResult{Promoted: 1}) {
+			t.Fatalf("sweep = %+v, %v; want 1 promoted", res, err)
+		}
+		// Dequeue promotes by itself too.
+		mustEnqueue(t, q, "jobs", Item{ID: "later2", At: clock.Now().Add(time.Second)})
+		clock.Advance(time.Second)
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if len(tasks) != 2 || tasks[0].ID != "later" || tasks[1].ID != "later2" {
+			t.Fatalf("dequeue = %+v, want later, later2", tasks)
+		}
+	})
+
+	t.Run("SweepBounded", func(t *testing.T) {
+		q, clock := setup(t)
+		var items []Item
+		for i := range 25 {
+			items = append(items, Item{ID: fmt.Sprint("t", i), At: clock.Now().Add(time.Second)})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		clock.Advance(time.Second)
+		total := 0
+		for {
+			res, err := q.Sweep(ctx, "jobs", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Promoted > 10 {
+				t.Fatalf("sweep promoted %d, limit 10", res.Promoted)
+			}
+			if res.Promoted == 0 {
+				break
+			}
+			total += res.Promoted
+		}
+		if total != 25 {
+			t.Fatalf("promoted %d in all, want 25", total)
+		}
+	})
+
+	t.Run("LeaseExpiryAndExtend", func(t *testing.T) {
+		q, clock := setup(t)
+		mustEnqueue(t, q, "jobs", Item{ID: "x"}, Item{ID: "y"})
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 2, Lease: time.Minute})
+		if len(tasks) != 2 {
+			t.Fatalf("dequeued %d, want 2", len(tasks))
+		}
+		clock.Advance(50 * time.Second)
+		if ok, err := q.Extend(ctx, "jobs", "y", time.Minute); err != nil || !ok {
+			t.Fatalf("extend y = %v, %v; want true", ok, err)
+		}
+		infos, err := q.List(ctx, "jobs", StateLeased, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []TaskInfo{
+			{ID: "x", State: StateLeased, Deliveries: 1, Due: clock.Now().Add(10 * time.Second)},
+			{ID: "y", State: StateLeased, Deliveries: 1, Due: clock.Now().Add(time.Minute)},
+		}
+		if diff := cmp.Diff(want, infos); diff != "" {
+			t.Fatalf("leased (-want +got):\n%s", diff)
+		}
+		clock.Advance(10 * time.Second) // x's lease ends now
+		if res, err := q.Sweep(ctx, "jobs", 10); err != nil || res != (SweepResult{Expired: 1}) {
+			t.Fatalf("sweep = %+v, %v; want 1 expired", res, err)
+		}
+		if ok, err := q.Extend(ctx, "jobs", "x", time.Minute); err != nil || ok {
+			t.Fatalf("extend of expired x = %v, %v; want false", ok, err)
+		}
+		tasks = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+		if tasks[0].ID != "x" || tasks[0].Deliveries != 2 {
+			t.Fatalf("redelivery = %+v, want x with 2 deliveries", tasks[0])
+		}
+		// Dequeue also reclaims expired leases by itself.
+		clock.Advance(2 * time.Minute)
+		tasks = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 5, Lease: time.Minute})
+		if len(tasks) != 2 {
+			t.Fatalf("after expiry dequeued %+v, want y and x", tasks)
+		}
+		if err := q.Ack(ctx, "jobs", "x", "y"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := q.Extend(ctx, "jobs", "x", time.Minute); err != nil || ok {
+			t.Fatalf("extend after ack = %v, %v; want false", ok, err)
+		}
+	})
+
+	t.Run("Retry", func(t *testing.T) {
+		q, clock := setup(t)
+		mustEnqueue(t, q, "jobs", Item{ID: "x"}, Item{ID: "y"})
+		mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 2, Lease: lease})
+		at := clock.Now().Add(time.Minute)
+		if err := q.Retry(ctx, "jobs", "x", at); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Retry(ctx, "jobs", "x", at); !errors.Is(err, ErrNotLeased) || !strings.Contains(err.Error(), `"x"`) {
+			t.Fatalf("second retry: %v, want ErrNotLeased naming x", err)
+		}
+		if err := q.Retry(ctx, "jobs", "y", time.Time{}); err != nil { // due now: ready at once
+			t.Fatal(err)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 1, Delayed: 1})
+		infos, err := q.List(ctx, "jobs", StateDelayed, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]TaskInfo{{ID: "x", State: StateDelayed, Deliveries: 1, Due: at}}, infos); diff != "" {
+			t.Fatalf("delayed (-want +got):\n%s", diff)
+		}
+		clock.Advance(time.Minute)
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 5, Lease: lease})
+		if diff := cmp.Diff([]string{"y", "x"}, taskIDs(tasks)); diff != "" {
+			t.Fatalf("after retry (-want +got):\n%s", diff)
+		}
+		for _, task := range tasks {
+			if task.Deliveries != 2 {
+				t.Errorf("%s: deliveries %d, want 2", task.ID, task.Deliveries)
+			}
+		}
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		q, _ := setup(t)
+		mustEnqueue(t, q, "jobs", Item{ID: "a"}, Item{ID: "b"}, Item{ID: "c"}, Item{ID: "d"})
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 2, Lease: lease})
+		if diff := cmp.Diff([]string{"a", "b"}, taskIDs(tasks)); diff != "" {
+			t.Fatalf("dequeue (-want +got):\n%s", diff)
+		}
+		if err := q.Release(ctx, "jobs", "a", "b", "not-leased"); err != nil {
+			t.Fatal(err)
+		}
+		infos, err := q.List(ctx, "jobs", StateReady, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []TaskInfo{{ID: "a", State: StateReady}, {ID: "b", State: StateReady}, {ID: "c", State: StateReady}, {ID: "d", State: StateReady}}
+		if diff := cmp.Diff(want, infos); diff != "" {
+			t.Fatalf("ready after release (-want +got):\n%s", diff)
+		}
+		tasks = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+		if tasks[0].ID != "a" || tasks[0].Deliveries != 1 {
+			t.Fatalf("after release got %+v, want a with 1 delivery", tasks[0])
+		}
+	})
+
+	t.Run("KillListRemove", func(t *testing.T) {
+		clock := newFakeClock()
+		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, DeadLimit: 3})
+		var items []Item
+		for i := range 5 {
+			items = append(items, Item{ID: fmt.Sprint("t", i)})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 5, Lease: lease})
+		for i, task := range tasks {
+			clock.Advance(time.Second)
+			if err := q.Kill(ctx, "jobs", task.ID, fmt.Sprint("reason ", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := q.Kill(ctx, "jobs", "t0", "again"); !errors.Is(err, ErrNotLeased) {
+			t.Fatalf("kill of a dead task: %v, want ErrNotLeased", err)
+		}
+		wantStats(t, q, "jobs", Stats{Dead: 3})
+		infos, err := q.List(ctx, "jobs", StateDead, 1, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []TaskInfo{
+			{ID: "t3", State: StateDead, Deliveries: 1, Due: clock.Now().Add(-time.Second), Reason: "reason 3"},
+			{ID: "t4", State: StateDead, Deliveries: 1, Due: clock.Now(), Reason: "reason 4"},
+		}
+		if diff := cmp.Diff(want, infos); diff != "" {
+			t.Fatalf("dead page (-want +got):\n%s", diff)
+		}
+		// Ack leaves dead tasks alone; Remove deletes in any state.
+		if err := q.Ack(ctx, "jobs", "t4"); err != nil {
+			t.Fatal(err)
+		}
+		wantStats(t, q, "jobs", Stats{Dead: 3})
+		mustEnqueue(t, q, "jobs", Item{ID: "r"}, Item{ID: "d", At: clock.Now().Add(time.Hour)}, Item{ID: "l"})
+		mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease}) // leases r
+		for _, id := range []string{"t4", "r", "d", "l"} {
+			if ok, err := q.Remove(ctx, "jobs", id); err != nil || !ok {
+				t.Fatalf("remove %s = %v, %v; want true", id, ok, err)
+			}
+			if ok, err := q.Remove(ctx, "jobs", id); err != nil || ok {
+				t.Fatalf("second remove %s = %v, %v; want false", id, ok, err)
+			}
+		}
+		wantStats(t, q, "jobs", Stats{Dead: 2})
+		if _, err := q.List(ctx, "jobs", State("lost"), 0, 1); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("list of unknown state: %v", err)
+		}
+	})
+
+	t.Run("Priority", func(t *testing.T) {
+		q, _ := setup(t)
+		mustEnqueue(t, q, "low", Item{ID: "l1"}, Item{ID: "l2"})
+		mustEnqueue(t, q, "high", Item{ID: "h1"})
+		p := DequeueParams{Queues: []string{"high", "low"}, Max: 5, Lease: lease}
+		if got := taskIDs(mustDequeue(t, q, p)); !cmp.Equal(got, []string{"h1"}) {
+			t.Fatalf("first = %v, want [h1] (a batch comes from one queue)", got)
+		}
+		if got := taskIDs(mustDequeue(t, q, p)); !cmp.Equal(got, []string{"l1", "l2"}) {
+			t.Fatalf("second = %v, want [l1 l2]", got)
+		}
+	})
+
+	t.Run("Weights", func(t *testing.T) {
+		q, _ := setup(t)
+		const n = 400
+		var a, b []Item
+		for i := range n {
+			a = append(a, Item{ID: fmt.Sprint("a", i)})
+			b = append(b, Item{ID: fmt.Sprint("b", i)})
+		}
+		mustEnqueue(t, q, "qa", a...)
+		mustEnqueue(t, q, "qb", b...)
+		counts := map[string]int{}
+		for range n {
+			tasks := mustDequeue(t, q, DequeueParams{Weights: map[string]int{"qa": 3, "qb": 1}, Lease: lease})
+			counts[tasks[0].Queue]++
+		}
+		// Expect 300 from qa; allow a wide margin for randomness.
+		if counts["qa"] < 260 || counts["qa"] > 340 {
+			t.Fatalf("weighted picks %v, want about 3:1", counts)
+		}
+		if _, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"qa"}, Weights: map[string]int{"qa": 1, "qc": 1}, Lease: lease}); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("weight for an unlisted queue: %v", err)
+		}
+	})
+
+	t.Run("BlockingWakesOnEnqueue", func(t *testing.T) {
+		q, _ := setup(t)
+		type result struct {
+			tasks []Task
+			err   error
+			at    time.Time
+		}
+		const consumers = 4
+		results := make(chan result, consumers)
+		for range consumers {
+			go func() {
+				tasks, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"other", "jobs"}, Lease: lease})
+				results <- result{tasks, err, time.Now()}
+			}()
+		}
+		waitForWaiters(t, q, "jobs", consumers)
+		start := time.Now()
+		var items []Item
+		for i := range consumers {
+			items = append(items, Item{ID: fmt.Sprint("w", i)})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		seen := map[string]bool{}
+		for range consumers {
+			select {
+			case r := <-results:
+				if r.err != nil || len(r.tasks) != 1 {
+					t.Fatalf("dequeue = %v, %v", r.tasks, r.err)
+				}
+				seen[r.tasks[0].ID] = true
+				if d := r.at.Sub(start); d > 5*time.Second {
+					t.Fatalf("woke after %v, want well under PollInterval (30s)", d)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("blocked consumers were not woken by Enqueue")
+			}
+		}
+		if len(seen) != consumers {
+			t.Fatalf("tasks %v, want %d distinct", seen, consumers)
+		}
+	})
+
+	t.Run("BlockingWakesOneAtATime", func(t *testing.T) {
+		// Several waiters, tasks arriving one per Enqueue: each must reach
+		// someone quickly even though a notification wakes one waiter.
+		q, _ := setup(t)
+		const consumers, tasks = 3, 9
+		got := make(chan string, tasks)
+		cctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for range consumers {
+			wg.Go(func() {
+				for {
+					ts, err := q.Dequeue(cctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+					if err != nil {
+						return
+					}
+					for _, task := range ts {
+						got <- task.ID
+					}
+				}
+			})
+		}
+		defer func() { cancel(); wg.Wait() }()
+		for i := range tasks {
+			mustEnqueue(t, q, "jobs", Item{ID: fmt.Sprint("one", i)})
+			if i%3 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		for i := range tasks {
+			select {
+			case <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("only %d of %d tasks delivered", i, tasks)
+			}
+		}
+	})
+
+	t.Run("BlockingWakesWhenDelayedDue", func(t *testing.T) {
+		q := newTestQueue(t, newClient(t), Config{PollInterval: 30 * time.Second})
+		mustEnqueue(t, q, "jobs", Item{ID: "soon", At: time.Now().Add(300 * time.Millisecond)})
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		tasks, err := q.Dequeue(cctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("dequeue = %v, %v", tasks, err)
+		}
+		if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
+			t.Fatalf("delayed task came after %v, want about 300ms", d)
+		}
+	})
+
+	t.Run("CancelAndClose", func(t *testing.T) {
+		q, _ := setup(t)
+		cctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := q.Dequeue(cctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+			errc <- err
+		}()
+		waitForWaiters(t, q, "jobs", 1)
+		cancel()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("dequeue after cancel: %v", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("cancel did not unblock Dequeue")
+		}
+		go func() {
+			_, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+			errc <- err
+		}()
+		waitForWaiters(t, q, "jobs", 1)
+		q.Close()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("dequeue after close: %v", err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("Close did not unblock Dequeue")
+		}
+		if _, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("dequeue on closed queue: %v", err)
+		}
+	})
+
+	t.Run("ConcurrentSweeps", func(t *testing.T) {
+		q, clock := setup(t)
+		var items []Item
+		for i := range 300 {
+			items = append(items, Item{ID: fmt.Sprint("s", i), At: clock.Now().Add(time.Second)})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		clock.Advance(time.Second)
+		var mu sync.Mutex
+		total := 0
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for {
+					res, err := q.Sweep(ctx, "jobs", 7)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					total += res.Promoted
+					mu.Unlock()
+					if res.Promoted == 0 {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if total != 300 {
+			t.Fatalf("promoted %d, want 300", total)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 300})
+	})
+
+	t.Run("Validation", func(t *testing.T) {
+		q, _ := setup(t)
+		long := strings.Repeat("x", 201)
+		for _, id := range []string{"", "a b", "a{b}", "tab\t", "é", long} {
+			_, err := q.Enqueue(ctx, "jobs", Item{ID: id})
+			if !errors.Is(err, ErrInvalidID) || !strings.HasPrefix(err.Error(), "queue: ") {
+				t.Errorf("enqueue id %q: %v, want ErrInvalidID", id, err)
+			}
+		}
+		for _, name := range []string{"", "1abc", "a{b}", "a:b", strings.Repeat("q", 65)} {
+			_, err := q.Enqueue(ctx, name, Item{ID: "x"})
+			if !errors.Is(err, ErrInvalidQueue) {
+				t.Errorf("enqueue to %q: %v, want ErrInvalidQueue", name, err)
+			}
+		}
+		if _, err := q.Enqueue(ctx, "a:b", Item{ID: "x"}); err == nil || !strings.Contains(err.Error(), `"a:b"`) {
+			t.Errorf("error does not name the queue: %v", err)
+		}
+		if err := ValidateID(strings.Repeat("y", 200)); err != nil {
+			t.Errorf("200-byte id: %v", err)
+		}
+		if err := ValidateQueue("Q" + strings.Repeat("q", 63)); err != nil {
+			t.Errorf("64-byte queue name: %v", err)
+		}
+		if _, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"jobs"}}); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("dequeue without lease: %v", err)
+		}
+		if _, err := New(Config{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New without client: %v", err)
+		}
+	})
+}
+
+func mustEnqueue(t testing.TB, q *Queue, queue string, items ...Item) []bool {
+	t.Helper()
+	added, err := q.Enqueue(context.Background(), queue, items...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return added
+}
+
+func mustDequeue(t testing.TB, q *Queue, p DequeueParams) []Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tasks, err := q.Dequeue(ctx, p)
+	if err != nil {
+		t.Fatalf("dequeue: %v", err)
+	}
+	return tasks
+}
+
+func wantStats(t testing.TB, q *Queue, queue string, want Stats) {
+	t.Helper()
+	got, err := q.Stats(context.Background(), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("stats of %s = %+v, want %+v", queue, got, want)
+	}
+}
+
+func taskIDs(tasks []Task) []string {
+	ids := make([]string, len(tasks))
+	for i, task := range tasks {
+		ids[i] = task.ID
+	}
+	return ids
+}
+
+// waitForWaiters waits until n Dequeue calls of q sleep waiting on queue.
+func waitForWaiters(t testing.TB, q *Queue, queue string, n int) {
+	t.Helper()
+	ch := q.keys(queue).channel
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q.notifier.mu.Lock()
+		c := 0
+		if tp := q.notifier.topics[ch]; tp != nil {
+			for _, w := range tp.waiters {
+				if w.sleeping {
+					c++
+				}
+			}
+		}
+		q.notifier.mu.Unlock()
+		if c >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d consumers waiting on %s", c, n, queue)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
