@@ -42,6 +42,7 @@ type ValidationError struct {
 	Err      error  // a sentinel such as ErrCycle
 }
 
+// Error returns `dag: workflow "<name>": <reason>`.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("dag: workflow %q: %s", e.Workflow, e.Reason)
 }
@@ -61,6 +62,8 @@ type YAMLError struct {
 	Err    error
 }
 
+// Error returns "<file>:<line>:<column>: <field>: <cause>", leaving out
+// what is unknown.
 func (e *YAMLError) Error() string {
 	loc := e.File
 	if loc == "" {

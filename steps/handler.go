@@ -32,7 +32,8 @@ func (f HandlerFunc) Handle(ctx context.Context, sc Context) (json.RawMessage, e
 // decoded into In and the returned Out is encoded as the step's output.
 // An input that is not valid JSON for In is a [Permanent] error (retrying
 // cannot fix it) naming the step and the type; so is an Out that cannot be
-// encoded. Errors returned by fn are passed through unchanged.
+// encoded. Errors returned by fn are passed through unchanged. A nil fn
+// gives a nil Handler, which registries and builders reject.
 func Typed[In, Out any](fn func(ctx context.Context, sc Context, in In) (Out, error)) Handler {
 	if fn == nil {
 		return nil
