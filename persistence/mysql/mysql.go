@@ -1,0 +1,225 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
+
+	"github.com/dagflow/dagflow/persistence/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Config configures Open. Zero values mean the defaults.
+type Config struct {
+	// DSN is a go-sql-driver DSN, e.g. "user:pass@tcp(host:3306)/dagflow".
+	DSN string
+	// MaxPayload limits inputs, outputs and metadata in bytes (default
+	// 1 MiB). The server's max_allowed_packet must be larger.
+	MaxPayload int
+	// MaxOpenConns bounds the connection pool (default 32).
+	MaxOpenConns int
+	// AutoMigrate applies pending migrations in Open.
+	AutoMigrate bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxPayload <= 0 {
+		c.MaxPayload = sqlstore.DefaultMaxPayload
+	}
+	if c.MaxOpenConns <= 0 {
+		c.MaxOpenConns = 32
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.DSN == "" {
+		return errors.New("mysql: Config.DSN is empty")
+	}
+	return nil
+}
+
+// Store is the MySQL/MariaDB store. Its methods are those of
+// sqlstore.Store (persistence.Store and persistence.TxStore).
+type Store struct {
+	*sqlstore.Store
+}
+
+// Open connects to the database named in cfg.DSN and returns a Store.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dsn, err := normalizeDSN(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: open: %w", err)
+	}
+	// The session variable naming the isolation level differs between
+	// MySQL (transaction_isolation) and MariaDB before 11.1 (tx_isolation):
+	// ask the server, then reopen with the right one.
+	isoVar, err := isolationVariable(ctx, db)
+	db.Close()
+	if err != nil {
+		return nil, err
+	}
+	mc, _ := mysql.ParseDSN(dsn)
+	mc.Params[isoVar] = "'READ-COMMITTED'"
+	db, err = sql.Open("mysql", mc.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("mysql: open: %w", err)
+	}
+	db.SetMaxOpenConns(cfg.MaxOpenConns)
+	db.SetMaxIdleConns(cfg.MaxOpenConns)
+	db.SetConnMaxLifetime(30 * time.Minute)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: ping: %w", err)
+	}
+	s := &Store{Store: sqlstore.New(db, Dialect(), sqlstore.Config{MaxPayload: cfg.MaxPayload})}
+	if cfg.AutoMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func isolationVariable(ctx context.Context, db *sql.DB) (string, error) {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return "", fmt.Errorf("mysql: connect: %w", err)
+	}
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return "tx_isolation", nil
+	}
+	return "transaction_isolation", nil
+}
+
+// normalizeDSN forces the settings the store relies on.
+func normalizeDSN(dsn string) (string, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql: bad DSN: %w", err)
+	}
+	if c.DBName == "" {
+		return "", errors.New("mysql: the DSN names no database")
+	}
+	c.ParseTime = true
+	c.Loc = time.UTC
+	if err := c.Apply(mysql.Charset("utf8mb4", "utf8mb4_bin")); err != nil {
+		return "", fmt.Errorf("mysql: bad DSN: %w", err)
+	}
+	c.ClientFoundRows = true
+	c.MultiStatements = false
+	c.InterpolateParams = false
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	c.Params["time_zone"] = "'+00:00'"
+	c.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Second
+	}
+	return c.FormatDSN(), nil
+}
+
+// Dialect is the sqlstore dialect of MySQL and MariaDB.
+func Dialect() sqlstore.Dialect {
+	return sqlstore.MySQL(isDuplicate, isRetryable)
+}
+
+func mysqlErr(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// ER_DUP_ENTRY.
+func isDuplicate(err error) bool { return mysqlErr(err) == 1062 }
+
+// ER_LOCK_DEADLOCK and ER_LOCK_WAIT_TIMEOUT: the transaction was rolled
+// back (a deadlock victim) or its statement was, and the work can be
+// redone from the start.
+func isRetryable(err error) bool {
+	n := mysqlErr(err)
+	return n == 1213 || n == 1205
+}
+
+// Migrate applies the pending migrations.
+func (s *Store) Migrate(ctx context.Context) error { return migrateDB(ctx, s.DB()) }
+
+// Migrate applies the pending migrations to the database named in dsn.
+func Migrate(ctx context.Context, dsn string) error {
+	dsn, err := normalizeDSN(dsn)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return fmt.Errorf("mysql: open: %w", err)
+	}
+	defer db.Close()
+	return migrateDB(ctx, db)
+}
+
+// MigrationTable is the table in which goose records applied versions.
+const MigrationTable = "dagflow_migrations"
+
+func migrateDB(ctx context.Context, db *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectMySQL, db, sub,
+		goose.WithTableName(MigrationTable),
+		goose.WithSessionLocker(namedLock{}),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("mysql: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("mysql: migrate: %w", err)
+	}
+	return nil
+}
+
+// namedLock serializes migrations of one database across processes with
+// GET_LOCK, held by the connection goose runs on.
+type namedLock struct{}
+
+const lockName = "CONCAT('dagflow_migrate:', DATABASE())"
+
+func (namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 60)").Scan(&got); err != nil {
+		return fmt.Errorf("mysql: migration lock: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return errors.New("mysql: migration lock: timed out after 60s")
+	}
+	return nil
+}
+
+func (namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK("+lockName+")")
+	return err
+}

@@ -1,0 +1,142 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
+	"github.com/dagflow/dagflow/persistence/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func openStore(t testing.TB) *mysql.Store {
+	t.Helper()
+	dsn := testenv.MySQLDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("mysql.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store { return openStore(t) },
+		storetest.WithSchemaDump(func(t *testing.T, s persistence.Store) string {
+			return schemaDump(t, s.(*mysql.Store).DB())
+		}),
+		storetest.WithBeginTx(func(ctx context.Context, s persistence.Store) (*sql.Tx, error) {
+			return s.(*mysql.Store).DB().BeginTx(ctx, nil)
+		}))
+}
+
+// schemaDump returns SHOW CREATE TABLE of every table, sorted by name.
+func schemaDump(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SHOW TABLES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	rows.Close()
+	if len(tables) < 6 {
+		t.Fatalf("only %d tables: %v", len(tables), tables)
+	}
+	var b strings.Builder
+	for _, name := range tables {
+		var n, create string
+		if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE `"+name+"`").Scan(&n, &create); err != nil {
+			t.Fatal(err)
+		}
+		// AUTO_INCREMENT counters move with data, not with the schema.
+		if i := strings.Index(create, " AUTO_INCREMENT="); i >= 0 {
+			j := strings.IndexByte(create[i+1:], ' ')
+			if j < 0 {
+				j = len(create) - i - 1
+			}
+			create = create[:i] + create[i+1+j:]
+		}
+		b.WriteString(create + "\n")
+	}
+	return b.String()
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	dsn := testenv.MySQLDatabase(t)
+	ctx := context.Background()
+	// Concurrent first migrations serialize on the named lock.
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- mysql.Migrate(ctx, dsn) }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+	}
+	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := schemaDump(t, s.DB())
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if after := schemaDump(t, s.DB()); after != before {
+		t.Errorf("re-running Migrate changed the schema")
+	}
+}
+
+func TestOpenForcesSessionSettings(t *testing.T) {
+	dsn := testenv.MySQLDatabase(t)
+	ctx := context.Background()
+	// A DSN asking for other settings still gets the store's.
+	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn + "&loc=Local&parseTime=false&charset=latin1", AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var charset, collation, tz, mode string
+	if err := s.DB().QueryRowContext(ctx, "SELECT @@character_set_connection, @@collation_connection, @@time_zone, @@sql_mode").Scan(&charset, &collation, &tz, &mode); err != nil {
+		t.Fatal(err)
+	}
+	if charset != "utf8mb4" || collation != "utf8mb4_bin" || tz != "+00:00" || !strings.Contains(mode, "STRICT_ALL_TABLES") {
+		t.Errorf("session = %s %s %s %s", charset, collation, tz, mode)
+	}
+	var iso string
+	if err := s.DB().QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&iso); err != nil {
+		if err := s.DB().QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&iso); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if iso != "READ-COMMITTED" {
+		t.Errorf("isolation = %s, want READ-COMMITTED", iso)
+	}
+	if _, err := mysql.Open(ctx, mysql.Config{}); err == nil {
+		t.Error("Open with no DSN succeeded")
+	}
+	if _, err := mysql.Open(ctx, mysql.Config{DSN: "root@tcp(127.0.0.1:3306)/"}); err == nil {
+		t.Error("Open with no database succeeded")
+	}
+}

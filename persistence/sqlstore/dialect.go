@@ -1,0 +1,96 @@
+package sqlstore
+
+import (
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Dialect is what differs between the SQL databases the Store runs on.
+type Dialect struct {
+	// Name identifies the dialect in error messages ("mysql", "sqlite").
+	Name string
+	// BindType is the sqlx bind type the queries are rebound to; the queries
+	// are written with '?' placeholders.
+	BindType int
+	// ForUpdate is appended to SELECTs that read rows the transaction is
+	// about to change (" FOR UPDATE"); empty where the database locks
+	// whole transactions instead.
+	ForUpdate string
+	// SerializeWrites makes the Store run one write transaction at a time
+	// in this process (SQLite allows one writer per database).
+	SerializeWrites bool
+	// Time encodes a UTC, microsecond-truncated time as a query argument.
+	Time func(time.Time) any
+	// IsDuplicate reports a unique-key violation.
+	IsDuplicate func(error) bool
+	// IsRetryable reports an error after which the whole transaction may be
+	// retried (deadlock victim, lock wait timeout, busy database).
+	IsRetryable func(error) bool
+	// Upsert returns the clause appended to an INSERT that turns it into an
+	// update of the update columns when the conflict columns already exist.
+	Upsert func(conflict, update []string) string
+	// InsertIgnore returns the clause appended to an INSERT that makes a
+	// duplicate of the conflict columns a no-op (without hiding other
+	// errors, unlike MySQL's INSERT IGNORE).
+	InsertIgnore func(conflict []string) string
+}
+
+func (d Dialect) rebind(q string) string {
+	if d.BindType == sqlx.QUESTION || d.BindType == sqlx.UNKNOWN {
+		return q
+	}
+	return sqlx.Rebind(d.BindType, q)
+}
+
+// TimeLayout is the fixed-width text form of a time in the SQLite store;
+// it sorts in time order.
+const TimeLayout = "2006-01-02 15:04:05.000000"
+
+// MySQL is the dialect of MySQL 8 and MariaDB 10.6+ (InnoDB).
+func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
+	return Dialect{
+		Name:        "mysql",
+		BindType:    sqlx.QUESTION,
+		ForUpdate:   " FOR UPDATE",
+		Time:        func(t time.Time) any { return t },
+		IsDuplicate: isDuplicate,
+		IsRetryable: isRetryable,
+		Upsert: func(_, update []string) string {
+			// VALUES(col) is deprecated (not removed) in MySQL 8.0.20+, but it
+			// is the only form MariaDB understands.
+			sets := make([]string, len(update))
+			for i, c := range update {
+				sets[i] = c + " = VALUES(" + c + ")"
+			}
+			return " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
+		},
+		InsertIgnore: func(conflict []string) string {
+			return " ON DUPLICATE KEY UPDATE " + conflict[0] + " = " + conflict[0]
+		},
+	}
+}
+
+// SQLite is the dialect of SQLite 3.35+.
+func SQLite(isDuplicate, isRetryable func(error) bool) Dialect {
+	return Dialect{
+		Name:            "sqlite",
+		BindType:        sqlx.QUESTION,
+		ForUpdate:       "",
+		SerializeWrites: true,
+		Time:            func(t time.Time) any { return t.Format(TimeLayout) },
+		IsDuplicate:     isDuplicate,
+		IsRetryable:     isRetryable,
+		Upsert: func(conflict, update []string) string {
+			sets := make([]string, len(update))
+			for i, c := range update {
+				sets[i] = c + " = excluded." + c
+			}
+			return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(sets, ", ")
+		},
+		InsertIgnore: func(conflict []string) string {
+			return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO NOTHING"
+		},
+	}
+}

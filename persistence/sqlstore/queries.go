@@ -1,0 +1,232 @@
+package sqlstore
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Query is one SQL statement with its arguments, exactly as the store
+// runs it.
+type Query struct {
+	Name string
+	SQL  string
+	Args []any
+}
+
+// The reconciler's and the listing queries. Each is served by an index of
+// the migrations (named in the comment); the MySQL tests EXPLAIN them.
+
+func (s *Store) runListDueQuery(p persistence.ListDueParams) Query {
+	// idx_runs_status_start (status, start_at)
+	return Query{Name: "RunListDue", SQL: `SELECT ` + runCols + ` FROM workflow_runs
+		WHERE status = ? AND start_at <= ? ORDER BY start_at, id LIMIT ?`,
+		Args: []any{string(persistence.RunPending), s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)}}
+}
+
+func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Query {
+	// idx_runs_finished (finished_at); only terminal runs have finished_at.
+	return Query{Name: "RunDeleteFinished", SQL: `SELECT id FROM workflow_runs
+		WHERE finished_at < ? AND status IN (?, ?, ?, ?) ORDER BY finished_at LIMIT ?`,
+		Args: append(append([]any{s.t(norm(p.Before))}, terminalRun...), clampLimit(p.Limit, 1000, 10000))}
+}
+
+// stepDueQueries are the reconciler's step queries, one per (status,
+// time) range so that each is one index range scan; their results are
+// merged by time.
+func (s *Store) stepListQueuedQueries(p persistence.ListDueParams) []Query {
+	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
+	// idx_steps_status_queued (status, queued_at)
+	return []Query{
+		{Name: "StepListQueued/queued", SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND queued_at < ? ORDER BY queued_at LIMIT ?`,
+			Args: []any{string(persistence.StepQueued), before, limit}},
+		{Name: "StepListQueued/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND queued_at < ? AND lease_expires_at IS NULL AND next_attempt_at IS NULL
+			ORDER BY queued_at LIMIT ?`,
+			Args: []any{string(persistence.StepCompensating), before, limit}},
+	}
+}
+
+func (s *Store) stepListRetryDueQueries(p persistence.ListDueParams) []Query {
+	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
+	// idx_steps_status_next (status, next_attempt_at)
+	return []Query{
+		{Name: "StepListRetryDue/retrying", SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
+			Args: []any{string(persistence.StepRetrying), before, limit}},
+		{Name: "StepListRetryDue/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND next_attempt_at <= ? AND lease_expires_at IS NULL ORDER BY next_attempt_at LIMIT ?`,
+			Args: []any{string(persistence.StepCompensating), before, limit}},
+	}
+}
+
+func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query {
+	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
+	// idx_steps_status_lease (status, lease_expires_at)
+	q := func(st persistence.StepStatus) Query {
+		return Query{Name: "StepListLeaseExpired/" + string(st), SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`,
+			Args: []any{string(st), before, limit}}
+	}
+	return []Query{q(persistence.StepRunning), q(persistence.StepCompensating)}
+}
+
+// runListQuery builds RunList's query: newest first by (created_at, id),
+// keyset-paged. Indexes: idx_runs_wf_status_created, idx_runs_wf_created,
+// idx_runs_status_created, idx_runs_created (InnoDB appends the primary
+// key, id, to each). With several statuses the rows of each are merged by
+// a sort.
+func (s *Store) runListQuery(p persistence.RunListParams) (string, []any, int, error) {
+	limit := clampLimit(p.Limit, 50, 1000)
+	var where []string
+	var args []any
+	if p.Workflow != "" {
+		if err := validName("workflow name", p.Workflow); err != nil {
+			return "", nil, 0, err
+		}
+		where = append(where, "workflow = ?")
+		args = append(args, p.Workflow)
+	}
+	if len(p.Status) > 0 {
+		for _, st := range p.Status {
+			if !st.Valid() {
+				return "", nil, 0, invalid("run status", string(st), "unknown")
+			}
+		}
+		where = append(where, "status IN ("+in(len(p.Status))+")")
+		for _, st := range p.Status {
+			args = append(args, string(st))
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		where = append(where, "created_at >= ?")
+		args = append(args, s.t(norm(p.CreatedAfter)))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where = append(where, "created_at < ?")
+		args = append(args, s.t(norm(p.CreatedBefore)))
+	}
+	if p.Cursor != "" {
+		parts, err := decodeCursor(p.Cursor, 2)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		at, err := cursorTime(parts[0])
+		if err != nil {
+			return "", nil, 0, err
+		}
+		// (created_at, id) < (at, id0), written so the created_at range
+		// is sargable.
+		where = append(where, "created_at <= ? AND (created_at < ? OR id < ?)")
+		args = append(args, s.t(at), s.t(at), parts[1])
+	}
+	q := `SELECT ` + runCols + ` FROM workflow_runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	return q, args, limit, nil
+}
+
+// stepListDeadQuery builds StepListDead's query: newest first by
+// (finished_at, run_id, step). Indexes: idx_steps_status_wf_finished,
+// idx_steps_status_finished.
+func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []any, int, error) {
+	limit := clampLimit(p.Limit, 50, 1000)
+	where := []string{"status = ?"}
+	args := []any{string(persistence.StepDead)}
+	if p.Workflow != "" {
+		if err := validName("workflow name", p.Workflow); err != nil {
+			return "", nil, 0, err
+		}
+		where = append(where, "workflow = ?")
+		args = append(args, p.Workflow)
+	}
+	if p.Cursor != "" {
+		parts, err := decodeCursor(p.Cursor, 3)
+		if err != nil {
+			return "", nil, 0, err
+		}
+		at, err := cursorTime(parts[0])
+		if err != nil {
+			return "", nil, 0, err
+		}
+		where = append(where, "finished_at <= ? AND (finished_at < ? OR run_id < ? OR (run_id = ? AND step < ?))")
+		args = append(args, s.t(at), s.t(at), parts[1], parts[1], parts[2])
+	}
+	q := `SELECT ` + stepCols + ` FROM step_runs WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY finished_at DESC, run_id DESC, step DESC LIMIT ?`
+	args = append(args, limit+1)
+	return q, args, limit, nil
+}
+
+// IndexedQueries returns the reconciler's and the listing queries with
+// arguments for the time now, exactly as the store builds them, so that
+// tests can EXPLAIN them.
+func (s *Store) IndexedQueries(now time.Time) []Query {
+	due := persistence.ListDueParams{Before: now, Limit: 100}
+	qs := []Query{s.runListDueQuery(due), s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now})}
+	qs = append(qs, s.stepListQueuedQueries(due)...)
+	qs = append(qs, s.stepListRetryDueQueries(due)...)
+	qs = append(qs, s.stepListLeaseExpiredQueries(due)...)
+	cursor := encodeCursor(now, "zzzz")
+	for _, c := range []struct {
+		name string
+		p    persistence.RunListParams
+	}{
+		{"RunList", persistence.RunListParams{}},
+		{"RunList/cursor", persistence.RunListParams{Cursor: cursor}},
+		{"RunList/workflow", persistence.RunListParams{Workflow: "w"}},
+		{"RunList/workflow+cursor", persistence.RunListParams{Workflow: "w", Cursor: cursor}},
+		{"RunList/status", persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunFailed}}},
+		{"RunList/status+cursor", persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunFailed}, Cursor: cursor}},
+		{"RunList/workflow+status", persistence.RunListParams{Workflow: "w", Status: []persistence.RunStatus{persistence.RunFailed}}},
+		{"RunList/time", persistence.RunListParams{CreatedAfter: now.Add(-time.Hour), CreatedBefore: now}},
+	} {
+		q, args, _, _ := s.runListQuery(c.p)
+		qs = append(qs, Query{Name: c.name, SQL: q, Args: args})
+	}
+	for _, c := range []struct {
+		name string
+		p    persistence.StepListDeadParams
+	}{
+		{"StepListDead", persistence.StepListDeadParams{}},
+		{"StepListDead/cursor", persistence.StepListDeadParams{Cursor: encodeCursor(now, "zzzz", "s")}},
+		{"StepListDead/workflow", persistence.StepListDeadParams{Workflow: "w"}},
+	} {
+		q, args, _, _ := s.stepListDeadQuery(c.p)
+		qs = append(qs, Query{Name: c.name, SQL: q, Args: args})
+	}
+	return qs
+}
+
+// Cursors are opaque to callers: base64 of "unixmicro|key|key".
+func encodeCursor(t time.Time, keys ...string) string {
+	s := strconv.FormatInt(t.UnixMicro(), 10) + "|" + strings.Join(keys, "|")
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func decodeCursor(c string, n int) ([]string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, invalid("cursor", c, "not a cursor of this list")
+	}
+	parts := strings.Split(string(b), "|")
+	if len(parts) != n {
+		return nil, invalid("cursor", c, "not a cursor of this list")
+	}
+	return parts, nil
+}
+
+func cursorTime(s string) (time.Time, error) {
+	us, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, invalid("cursor", s, "not a cursor of this list")
+	}
+	return time.UnixMicro(us).UTC(), nil
+}

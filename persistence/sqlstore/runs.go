@@ -1,0 +1,506 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// RunCreate implements persistence.Store.
+func (s *Store) RunCreate(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
+	plan, err := s.planRun(p)
+	if err != nil {
+		return persistence.RunCreateResult{}, err
+	}
+	var res persistence.RunCreateResult
+	err = s.write(ctx, func(q querier) error {
+		var err error
+		res, err = s.runCreate(ctx, q, plan)
+		return err
+	})
+	return res, wrap("run create", err)
+}
+
+// RunCreateTx implements persistence.TxStore: the run is created in the
+// caller's transaction and commits or rolls back with it. On SQLite the
+// caller's transaction should begin IMMEDIATE (transactions on DB() do).
+func (s *Store) RunCreateTx(ctx context.Context, tx persistence.DBTX, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
+	plan, err := s.planRun(p)
+	if err != nil {
+		return persistence.RunCreateResult{}, err
+	}
+	res, err := s.runCreate(ctx, tx, plan)
+	return res, wrap("run create", err)
+}
+
+// runPlan is a validated RunCreateParams with the rows to insert.
+type runPlan struct {
+	run        persistence.Run
+	metadata   []byte
+	steps      []persistence.StepRun
+	seqs       []int
+	dependents [][]string
+}
+
+func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
+	var plan runPlan
+	if err := validRunID(p.ID); err != nil {
+		return plan, err
+	}
+	if err := validName("workflow name", p.Workflow); err != nil {
+		return plan, err
+	}
+	if p.IdempotencyKey != "" {
+		if err := validKey(p.IdempotencyKey); err != nil {
+			return plan, err
+		}
+	}
+	if p.Schedule != "" {
+		if err := validName("schedule name", p.Schedule); err != nil {
+			return plan, err
+		}
+	}
+	if err := s.validJSON("input", p.Input); err != nil {
+		return plan, err
+	}
+	if len(p.Metadata) > 0 {
+		for k, v := range p.Metadata {
+			if !validUTF8NoNUL(k) || !validUTF8NoNUL(v) {
+				return plan, invalid("metadata", k, "keys and values must be valid UTF-8 without NUL")
+			}
+		}
+		b, err := json.Marshal(p.Metadata)
+		if err != nil {
+			return plan, invalid("metadata", "", err.Error())
+		}
+		if len(b) > s.maxPayload {
+			return plan, &persistence.LimitError{Field: "metadata", Size: len(b), Limit: s.maxPayload}
+		}
+		plan.metadata = b
+	}
+	now := norm(p.Now)
+	startAt := now
+	if !p.StartAt.IsZero() {
+		startAt = norm(p.StartAt)
+	}
+	status := persistence.RunRunning
+	var startedAt *time.Time
+	if startAt.After(now) {
+		status = persistence.RunPending
+	} else {
+		startedAt = &now
+	}
+	plan.run = persistence.Run{
+		ID:             p.ID,
+		Workflow:       p.Workflow,
+		Version:        p.Version,
+		Status:         status,
+		Input:          nonEmpty(p.Input),
+		IdempotencyKey: p.IdempotencyKey,
+		Metadata:       p.Metadata,
+		Schedule:       p.Schedule,
+		ScheduledTick:  normPtr(p.ScheduledTick),
+		StartAt:        startAt,
+		CreatedAt:      now,
+		StartedAt:      startedAt,
+		UpdatedAt:      now,
+	}
+	if len(p.Metadata) == 0 {
+		plan.run.Metadata = nil
+	}
+
+	index := make(map[string]int, len(p.Steps))
+	for i, sp := range p.Steps {
+		if err := validName("step name", sp.Name); err != nil {
+			return plan, err
+		}
+		if _, dup := index[sp.Name]; dup {
+			return plan, invalid("step name", sp.Name, "declared twice")
+		}
+		index[sp.Name] = i
+		if sp.Queue != "" {
+			if err := validName("queue name", sp.Queue); err != nil {
+				return plan, err
+			}
+		}
+		if sp.MaxAttempts < 0 {
+			return plan, invalid("max attempts", fmt.Sprint(sp.MaxAttempts), "negative")
+		}
+	}
+	plan.dependents = make([][]string, len(p.Steps))
+	indeg := make([]int, len(p.Steps))
+	for i, sp := range p.Steps {
+		seen := make(map[string]bool, len(sp.Deps))
+		for _, dep := range sp.Deps {
+			j, ok := index[dep]
+			switch {
+			case !ok:
+				return plan, invalid("dependency", dep, fmt.Sprintf("step %q depends on an unknown step", sp.Name))
+			case j == i:
+				return plan, invalid("dependency", dep, "a step cannot depend on itself")
+			case seen[dep]:
+				return plan, invalid("dependency", dep, fmt.Sprintf("step %q lists it twice", sp.Name))
+			}
+			seen[dep] = true
+			plan.dependents[j] = append(plan.dependents[j], sp.Name)
+			indeg[i]++
+		}
+	}
+	if err := acyclic(p.Steps, plan.dependents, index, indeg); err != nil {
+		return plan, err
+	}
+	for i, sp := range p.Steps {
+		st := persistence.StepRun{
+			RunID:       p.ID,
+			Step:        sp.Name,
+			Queue:       sp.Queue,
+			Status:      persistence.StepWaiting,
+			Deps:        slices.Clone(sp.Deps),
+			MaxAttempts: sp.MaxAttempts,
+			PendingDeps: len(sp.Deps),
+			UpdatedAt:   now,
+		}
+		if st.Queue == "" {
+			st.Queue = DefaultQueue
+		}
+		if len(st.Deps) == 0 {
+			st.Deps = nil
+			if status == persistence.RunRunning {
+				st.Status = persistence.StepQueued
+				st.QueuedAt = &now
+			}
+		}
+		plan.steps = append(plan.steps, st)
+		plan.seqs = append(plan.seqs, i)
+	}
+	return plan, nil
+}
+
+func acyclic(steps []persistence.StepSpec, dependents [][]string, index map[string]int, indeg []int) error {
+	deg := slices.Clone(indeg)
+	var queue []int
+	for i, d := range deg {
+		if d == 0 {
+			queue = append(queue, i)
+		}
+	}
+	seen := 0
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		seen++
+		for _, name := range dependents[i] {
+			j := index[name]
+			if deg[j]--; deg[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	if seen != len(steps) {
+		for i, d := range deg {
+			if d > 0 {
+				return invalid("dependency", steps[i].Name, "steps depend on each other in a cycle")
+			}
+		}
+	}
+	return nil
+}
+
+func validUTF8NoNUL(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+
+func (s *Store) runCreate(ctx context.Context, q querier, plan runPlan) (persistence.RunCreateResult, error) {
+	r := plan.run
+	if r.IdempotencyKey != "" {
+		if res, ok, err := s.runByKey(ctx, q, r, false); ok || err != nil {
+			return res, err
+		}
+	}
+	_, err := s.exec(ctx, q, `INSERT INTO workflow_runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
+		nullBytes(plan.metadata), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
+		s.tp(r.StartedAt), nil, s.t(r.UpdatedAt))
+	if err != nil {
+		if !s.d.IsDuplicate(err) {
+			return persistence.RunCreateResult{}, err
+		}
+		// A concurrent create with the same key committed first: read
+		// the winner with a locking (current) read.
+		if r.IdempotencyKey != "" {
+			if res, ok, err := s.runByKey(ctx, q, r, true); ok || err != nil {
+				return res, err
+			}
+		}
+		return persistence.RunCreateResult{}, invalid("run id", r.ID, "already used by another run")
+	}
+	const batch = 200
+	for lo := 0; lo < len(plan.steps); lo += batch {
+		hi := min(lo+batch, len(plan.steps))
+		var sb []byte
+		args := make([]any, 0, (hi-lo)*12)
+		for i := lo; i < hi; i++ {
+			st := plan.steps[i]
+			if i > lo {
+				sb = append(sb, ", "...)
+			}
+			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, '', ?, ?)"...)
+			args = append(args, st.RunID, st.Step, plan.seqs[i], r.Workflow, st.Queue, string(st.Status),
+				joinNames(st.Deps), joinNames(plan.dependents[i]), st.MaxAttempts, st.PendingDeps,
+				s.tp(st.QueuedAt), s.t(st.UpdatedAt))
+		}
+		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
+			attempt, max_attempts, pending_deps, comp_attempt, fence, queued_at, updated_at) VALUES `+string(sb), args...)
+		if err != nil {
+			return persistence.RunCreateResult{}, err
+		}
+	}
+	return persistence.RunCreateResult{Run: r, Steps: slices.Clone(plan.steps), Created: true}, nil
+}
+
+// runByKey returns the run holding r's idempotency key, if any.
+func (s *Store) runByKey(ctx context.Context, q querier, r persistence.Run, lock bool) (persistence.RunCreateResult, bool, error) {
+	query := `SELECT ` + runCols + ` FROM workflow_runs WHERE workflow = ? AND idempotency_key = ?`
+	if lock {
+		query += s.d.ForUpdate
+	}
+	var rows []runRow
+	if err := s.selectAll(ctx, q, &rows, query, r.Workflow, r.IdempotencyKey); err != nil {
+		return persistence.RunCreateResult{}, false, err
+	}
+	if len(rows) == 0 {
+		return persistence.RunCreateResult{}, false, nil
+	}
+	existing, err := rows[0].record()
+	if err != nil {
+		return persistence.RunCreateResult{}, true, err
+	}
+	if !bytes.Equal(existing.Input, r.Input) {
+		return persistence.RunCreateResult{}, true, &persistence.IdempotencyConflictError{
+			Workflow: r.Workflow, Key: r.IdempotencyKey, RunID: existing.ID}
+	}
+	steps, err := s.stepList(ctx, q, existing.ID)
+	if err != nil {
+		return persistence.RunCreateResult{}, true, err
+	}
+	return persistence.RunCreateResult{Run: existing, Steps: steps}, true, nil
+}
+
+// RunGet implements persistence.Store.
+func (s *Store) RunGet(ctx context.Context, id string) (persistence.Run, error) {
+	if err := runRef(id); err != nil {
+		return persistence.Run{}, err
+	}
+	r, err := s.runGet(ctx, s.db, id, false)
+	return r, wrap("run get", err)
+}
+
+func (s *Store) runGet(ctx context.Context, q querier, id string, lock bool) (persistence.Run, error) {
+	query := `SELECT ` + runCols + ` FROM workflow_runs WHERE id = ?`
+	if lock {
+		query += s.d.ForUpdate
+	}
+	var rows []runRow
+	if err := s.selectAll(ctx, q, &rows, query, id); err != nil {
+		return persistence.Run{}, err
+	}
+	if len(rows) == 0 {
+		return persistence.Run{}, persistence.ErrRunNotFound
+	}
+	return rows[0].record()
+}
+
+// RunList implements persistence.Store.
+func (s *Store) RunList(ctx context.Context, p persistence.RunListParams) (persistence.RunPage, error) {
+	query, args, limit, err := s.runListQuery(p)
+	if err != nil {
+		return persistence.RunPage{}, err
+	}
+	var rows []runRow
+	if err := s.selectAll(ctx, s.db, &rows, query, args...); err != nil {
+		return persistence.RunPage{}, wrap("run list", err)
+	}
+	var page persistence.RunPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		page.NextCursor = encodeCursor(last.CreatedAt.T, last.ID)
+	}
+	for _, r := range rows {
+		run, err := r.record()
+		if err != nil {
+			return persistence.RunPage{}, err
+		}
+		page.Runs = append(page.Runs, run)
+	}
+	return page, nil
+}
+
+var terminalRun = []any{string(persistence.RunSucceeded), string(persistence.RunCompensated),
+	string(persistence.RunFailed), string(persistence.RunCancelled)}
+
+// RunTransition implements persistence.Store.
+func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionParams) (persistence.RunTransitionResult, error) {
+	if err := runRef(p.RunID); err != nil {
+		return persistence.RunTransitionResult{}, err
+	}
+	if !p.To.Valid() {
+		return persistence.RunTransitionResult{}, invalid("run status", string(p.To), "unknown")
+	}
+	for _, f := range p.From {
+		if !f.Valid() {
+			return persistence.RunTransitionResult{}, invalid("run status", string(f), "unknown")
+		}
+	}
+	if err := s.validJSON("run output", p.Output); err != nil {
+		return persistence.RunTransitionResult{}, err
+	}
+	now := norm(p.Now)
+	var res persistence.RunTransitionResult
+	err := s.write(ctx, func(q querier) error {
+		res = persistence.RunTransitionResult{}
+		run, err := s.runGet(ctx, q, p.RunID, true)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return fmt.Errorf("%w: run %s is %s", persistence.ErrRunFinished, run.ID, run.Status)
+		}
+		if len(p.From) > 0 && !slices.Contains(p.From, run.Status) {
+			return &persistence.TransitionError{RunID: run.ID, From: string(run.Status), To: string(p.To)}
+		}
+		run.Status = p.To
+		run.UpdatedAt = now
+		if p.To == persistence.RunSucceeded {
+			run.Output = nonEmpty(p.Output)
+		}
+		if p.Error != "" {
+			run.Error = cleanText(p.Error)
+		}
+		if p.To == persistence.RunRunning && run.StartedAt == nil {
+			run.StartedAt = &now
+		}
+		if p.To.Terminal() {
+			run.FinishedAt = &now
+		}
+		if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, output = ?, error = ?, started_at = ?,
+			finished_at = ?, updated_at = ? WHERE id = ?`,
+			string(run.Status), nullBytes(run.Output), nullString(run.Error), s.tp(run.StartedAt),
+			s.tp(run.FinishedAt), s.t(now), run.ID); err != nil {
+			return err
+		}
+		res.Run = run
+		if p.CancelPendingSteps {
+			res.Cancelled, err = s.stepsTransition(ctx, q, run.ID, nil,
+				[]persistence.StepStatus{persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying},
+				persistence.StepCancelled, "", now)
+			return err
+		}
+		return nil
+	})
+	return res, wrap("run transition", err)
+}
+
+// RunStart implements persistence.Store.
+func (s *Store) RunStart(ctx context.Context, p persistence.RunStartParams) ([]persistence.StepRun, error) {
+	if err := runRef(p.RunID); err != nil {
+		return nil, err
+	}
+	now := norm(p.Now)
+	var out []persistence.StepRun
+	err := s.write(ctx, func(q querier) error {
+		out = nil
+		run, err := s.runGet(ctx, q, p.RunID, true)
+		if err != nil {
+			return err
+		}
+		if run.Status != persistence.RunPending || run.StartAt.After(now) {
+			return nil
+		}
+		if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, started_at = ?, updated_at = ? WHERE id = ?`,
+			string(persistence.RunRunning), s.t(now), s.t(now), run.ID); err != nil {
+			return err
+		}
+		var rows []stepRow
+		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs
+			WHERE run_id = ? AND status = ? AND pending_deps = 0 ORDER BY seq`+s.d.ForUpdate,
+			run.ID, string(persistence.StepWaiting)); err != nil {
+			return err
+		}
+		out, err = s.queueSteps(ctx, q, run.ID, rows, now)
+		return err
+	})
+	return out, wrap("run start", err)
+}
+
+// queueSteps moves locked waiting rows to queued.
+func (s *Store) queueSteps(ctx context.Context, q querier, runID string, rows []stepRow, now time.Time) ([]persistence.StepRun, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	names := make([]any, len(rows))
+	out := make([]persistence.StepRun, len(rows))
+	for i, r := range rows {
+		names[i] = r.Step
+		r.Status = string(persistence.StepQueued)
+		r.PendingDeps = 0
+		r.QueuedAt = nullTime{T: now, Valid: true}
+		r.UpdatedAt = dbTime{now}
+		out[i] = r.record()
+	}
+	args := append([]any{string(persistence.StepQueued), s.t(now), s.t(now), runID}, names...)
+	args = append(args, string(persistence.StepWaiting))
+	_, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, pending_deps = 0, queued_at = ?, updated_at = ?
+		WHERE run_id = ? AND step IN (`+in(len(names))+`) AND status = ?`, args...)
+	return out, err
+}
+
+// RunListDue implements persistence.Store.
+func (s *Store) RunListDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.Run, error) {
+	qq := s.runListDueQuery(p)
+	var rows []runRow
+	if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
+		return nil, wrap("run list due", err)
+	}
+	out := make([]persistence.Run, 0, len(rows))
+	for _, r := range rows {
+		run, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+// RunDeleteFinished implements persistence.Store. Steps and attempts go
+// with their run (ON DELETE CASCADE).
+func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFinishedParams) (int, error) {
+	qq := s.runDeleteFinishedQuery(p)
+	var n int
+	err := s.write(ctx, func(q querier) error {
+		n = 0
+		var ids []struct {
+			ID string `db:"id"`
+		}
+		if err := s.selectAll(ctx, q, &ids, qq.SQL, qq.Args...); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		args := make([]any, len(ids))
+		for i, r := range ids {
+			args[i] = r.ID
+		}
+		m, err := s.exec(ctx, q, `DELETE FROM workflow_runs WHERE id IN (`+in(len(args))+`)`, args...)
+		n = int(m)
+		return err
+	})
+	return n, wrap("run delete finished", err)
+}

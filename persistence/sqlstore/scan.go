@@ -1,0 +1,291 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// dbTime scans a DATETIME (time.Time) or the SQLite text form.
+type dbTime struct{ T time.Time }
+
+func (t *dbTime) Scan(v any) error {
+	switch x := v.(type) {
+	case time.Time:
+		t.T = x.UTC()
+		return nil
+	case string:
+		return t.parse(x)
+	case []byte:
+		return t.parse(string(x))
+	case nil:
+		t.T = time.Time{}
+		return nil
+	}
+	return fmt.Errorf("sqlstore: cannot scan %T into a time", v)
+}
+
+func (t *dbTime) parse(s string) error {
+	p, err := time.ParseInLocation(TimeLayout, s, time.UTC)
+	if err != nil {
+		// Accept RFC 3339 too (hand-written rows).
+		if p2, err2 := time.Parse(time.RFC3339Nano, s); err2 == nil {
+			t.T = p2.UTC()
+			return nil
+		}
+		return fmt.Errorf("sqlstore: bad time %q: %w", s, err)
+	}
+	t.T = p
+	return nil
+}
+
+// nullTime scans a nullable time.
+type nullTime struct {
+	T     time.Time
+	Valid bool
+}
+
+func (t *nullTime) Scan(v any) error {
+	if v == nil {
+		*t = nullTime{}
+		return nil
+	}
+	var d dbTime
+	if err := d.Scan(v); err != nil {
+		return err
+	}
+	*t = nullTime{T: d.T, Valid: true}
+	return nil
+}
+
+func (t nullTime) ptr() *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	v := t.T
+	return &v
+}
+
+// Value is unused (arguments go through Dialect.Time) but keeps the type
+// honest if it is ever passed back.
+func (t nullTime) Value() (driver.Value, error) {
+	if !t.Valid {
+		return nil, nil
+	}
+	return t.T, nil
+}
+
+const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at"
+
+type runRow struct {
+	ID             string         `db:"id"`
+	Workflow       string         `db:"workflow"`
+	Version        int            `db:"version"`
+	Status         string         `db:"status"`
+	Input          []byte         `db:"input"`
+	Output         []byte         `db:"output"`
+	Error          sql.NullString `db:"error"`
+	IdempotencyKey sql.NullString `db:"idempotency_key"`
+	Metadata       []byte         `db:"metadata"`
+	Schedule       string         `db:"schedule"`
+	ScheduledTick  nullTime       `db:"scheduled_tick"`
+	StartAt        dbTime         `db:"start_at"`
+	CreatedAt      dbTime         `db:"created_at"`
+	StartedAt      nullTime       `db:"started_at"`
+	FinishedAt     nullTime       `db:"finished_at"`
+	UpdatedAt      dbTime         `db:"updated_at"`
+}
+
+func (r runRow) record() (persistence.Run, error) {
+	run := persistence.Run{
+		ID:             r.ID,
+		Workflow:       r.Workflow,
+		Version:        r.Version,
+		Status:         persistence.RunStatus(r.Status),
+		Input:          nonEmpty(r.Input),
+		Output:         nonEmpty(r.Output),
+		Error:          r.Error.String,
+		IdempotencyKey: r.IdempotencyKey.String,
+		Schedule:       r.Schedule,
+		ScheduledTick:  r.ScheduledTick.ptr(),
+		StartAt:        r.StartAt.T,
+		CreatedAt:      r.CreatedAt.T,
+		StartedAt:      r.StartedAt.ptr(),
+		FinishedAt:     r.FinishedAt.ptr(),
+		UpdatedAt:      r.UpdatedAt.T,
+	}
+	if len(r.Metadata) > 0 {
+		if err := json.Unmarshal(r.Metadata, &run.Metadata); err != nil {
+			return run, fmt.Errorf("sqlstore: run %s: metadata: %w", r.ID, err)
+		}
+	}
+	return run, nil
+}
+
+const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at"
+
+type stepRow struct {
+	RunID          string         `db:"run_id"`
+	Step           string         `db:"step"`
+	Seq            int            `db:"seq"`
+	Workflow       string         `db:"workflow"`
+	Queue          string         `db:"queue"`
+	Status         string         `db:"status"`
+	Deps           string         `db:"deps"`
+	Dependents     string         `db:"dependents"`
+	Attempt        int            `db:"attempt"`
+	MaxAttempts    int            `db:"max_attempts"`
+	PendingDeps    int            `db:"pending_deps"`
+	CompAttempt    int            `db:"comp_attempt"`
+	Fence          string         `db:"fence"`
+	LeaseExpiresAt nullTime       `db:"lease_expires_at"`
+	NextAttemptAt  nullTime       `db:"next_attempt_at"`
+	Output         []byte         `db:"output"`
+	Error          sql.NullString `db:"error"`
+	QueuedAt       nullTime       `db:"queued_at"`
+	StartedAt      nullTime       `db:"started_at"`
+	FinishedAt     nullTime       `db:"finished_at"`
+	UpdatedAt      dbTime         `db:"updated_at"`
+}
+
+func (r stepRow) record() persistence.StepRun {
+	return persistence.StepRun{
+		RunID:          r.RunID,
+		Step:           r.Step,
+		Queue:          r.Queue,
+		Status:         persistence.StepStatus(r.Status),
+		Deps:           splitNames(r.Deps),
+		Attempt:        r.Attempt,
+		MaxAttempts:    r.MaxAttempts,
+		PendingDeps:    r.PendingDeps,
+		CompAttempt:    r.CompAttempt,
+		Fence:          r.Fence,
+		LeaseExpiresAt: r.LeaseExpiresAt.ptr(),
+		NextAttemptAt:  r.NextAttemptAt.ptr(),
+		Output:         nonEmpty(r.Output),
+		Error:          r.Error.String,
+		QueuedAt:       r.QueuedAt.ptr(),
+		StartedAt:      r.StartedAt.ptr(),
+		FinishedAt:     r.FinishedAt.ptr(),
+		UpdatedAt:      r.UpdatedAt.T,
+	}
+}
+
+func stepRecords(rows []stepRow) []persistence.StepRun {
+	out := make([]persistence.StepRun, len(rows))
+	for i, r := range rows {
+		out[i] = r.record()
+	}
+	return out
+}
+
+const attemptCols = "id, run_id, step, kind, attempt, worker, outcome, error, started_at, finished_at"
+
+type attemptRow struct {
+	ID         int64          `db:"id"`
+	RunID      string         `db:"run_id"`
+	Step       string         `db:"step"`
+	Kind       string         `db:"kind"`
+	Attempt    int            `db:"attempt"`
+	Worker     string         `db:"worker"`
+	Outcome    string         `db:"outcome"`
+	Error      sql.NullString `db:"error"`
+	StartedAt  dbTime         `db:"started_at"`
+	FinishedAt nullTime       `db:"finished_at"`
+}
+
+func (r attemptRow) record() persistence.Attempt {
+	return persistence.Attempt{
+		ID:         r.ID,
+		RunID:      r.RunID,
+		Step:       r.Step,
+		Kind:       persistence.AttemptKind(r.Kind),
+		Attempt:    r.Attempt,
+		Worker:     r.Worker,
+		Outcome:    persistence.AttemptOutcome(r.Outcome),
+		Error:      r.Error.String,
+		StartedAt:  r.StartedAt.T,
+		FinishedAt: r.FinishedAt.ptr(),
+	}
+}
+
+const scheduleCols = "name, spec, time_zone, workflow, input, overlap_policy, catch_up, catch_up_window_us, paused, disabled, last_tick, created_at, updated_at"
+
+type scheduleRow struct {
+	Name          string   `db:"name"`
+	Spec          string   `db:"spec"`
+	TimeZone      string   `db:"time_zone"`
+	Workflow      string   `db:"workflow"`
+	Input         []byte   `db:"input"`
+	Overlap       string   `db:"overlap_policy"`
+	CatchUp       string   `db:"catch_up"`
+	CatchUpWindow int64    `db:"catch_up_window_us"`
+	Paused        bool     `db:"paused"`
+	Disabled      bool     `db:"disabled"`
+	LastTick      nullTime `db:"last_tick"`
+	CreatedAt     dbTime   `db:"created_at"`
+	UpdatedAt     dbTime   `db:"updated_at"`
+}
+
+func (r scheduleRow) record() persistence.Schedule {
+	return persistence.Schedule{
+		Name:          r.Name,
+		Spec:          r.Spec,
+		TimeZone:      r.TimeZone,
+		Workflow:      r.Workflow,
+		Input:         nonEmpty(r.Input),
+		Overlap:       r.Overlap,
+		CatchUp:       r.CatchUp,
+		CatchUpWindow: time.Duration(r.CatchUpWindow) * time.Microsecond,
+		Paused:        r.Paused,
+		Disabled:      r.Disabled,
+		LastTick:      r.LastTick.ptr(),
+		CreatedAt:     r.CreatedAt.T,
+		UpdatedAt:     r.UpdatedAt.T,
+	}
+}
+
+const tickCols = "schedule, tick, outcome, run_id, reason, created_at"
+
+type tickRow struct {
+	Schedule  string         `db:"schedule"`
+	Tick      dbTime         `db:"tick"`
+	Outcome   string         `db:"outcome"`
+	RunID     string         `db:"run_id"`
+	Reason    sql.NullString `db:"reason"`
+	CreatedAt dbTime         `db:"created_at"`
+}
+
+func (r tickRow) record() persistence.ScheduleTick {
+	return persistence.ScheduleTick{
+		Schedule:  r.Schedule,
+		Tick:      r.Tick.T,
+		Outcome:   r.Outcome,
+		RunID:     r.RunID,
+		Reason:    r.Reason.String,
+		CreatedAt: r.CreatedAt.T,
+	}
+}
+
+func nonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Step names never contain commas (see validName), so a step's
+// dependencies and dependents are stored as comma-joined lists.
+func joinNames(names []string) string { return strings.Join(names, ",") }
+
+func splitNames(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}

@@ -1,0 +1,589 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// StepList implements persistence.Store.
+func (s *Store) StepList(ctx context.Context, runID string) ([]persistence.StepRun, error) {
+	if err := runRef(runID); err != nil {
+		return nil, err
+	}
+	steps, err := s.stepList(ctx, s.db, runID)
+	if err == nil && len(steps) == 0 {
+		var ok bool
+		ok, err = s.exists(ctx, s.db, `SELECT 1 FROM workflow_runs WHERE id = ?`, runID)
+		if err == nil && !ok {
+			err = persistence.ErrRunNotFound
+		}
+	}
+	return steps, wrap("step list", err)
+}
+
+func (s *Store) stepList(ctx context.Context, q querier, runID string) ([]persistence.StepRun, error) {
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return nil, err
+	}
+	return stepRecords(rows), nil
+}
+
+// StepGet implements persistence.Store.
+func (s *Store) StepGet(ctx context.Context, runID, step string) (persistence.StepRun, error) {
+	if err := stepRef(runID, step); err != nil {
+		return persistence.StepRun{}, err
+	}
+	r, err := s.stepGet(ctx, s.db, runID, step, false)
+	return r.record(), wrap("step get", err)
+}
+
+func (s *Store) stepGet(ctx context.Context, q querier, runID, step string, lock bool) (stepRow, error) {
+	query := `SELECT ` + stepCols + ` FROM step_runs WHERE run_id = ? AND step = ?`
+	if lock {
+		query += s.d.ForUpdate
+	}
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, query, runID, step); err != nil {
+		return stepRow{}, err
+	}
+	if len(rows) == 0 {
+		return stepRow{}, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	return rows[0], nil
+}
+
+// StepClaim implements persistence.Store with one conditional UPDATE (the
+// claim), then the run, the step and the requested outputs, and the
+// attempt row, in one transaction.
+func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (persistence.StepClaimResult, error) {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	p.WithOutputs = storableNames(p.WithOutputs)
+	if err := validToken("fence", p.Fence, MaxFenceLen); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	if err := validToken("worker", p.Worker, MaxWorkerLen); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	now, lease := norm(p.Now), norm(p.LeaseUntil)
+	var res persistence.StepClaimResult
+	err := s.write(ctx, func(q querier) error {
+		res = persistence.StepClaimResult{}
+		var n int64
+		var err error
+		wantRun := persistence.RunRunning
+		kind := persistence.AttemptForward
+		if !p.Compensation {
+			n, err = s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
+				lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?
+				WHERE run_id = ? AND step = ? AND (status = ?
+					OR (status = ? AND next_attempt_at <= ?)
+					OR (status = ? AND lease_expires_at < ?))`,
+				string(persistence.StepRunning), p.Fence, s.t(lease), s.t(now), s.t(now),
+				p.RunID, p.Step, string(persistence.StepQueued),
+				string(persistence.StepRetrying), s.t(now),
+				string(persistence.StepRunning), s.t(now))
+		} else {
+			wantRun, kind = persistence.RunCompensating, persistence.AttemptCompensation
+			n, err = s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
+				lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
+				WHERE run_id = ? AND step = ? AND status = ?
+					AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+					AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
+				p.Fence, s.t(lease), s.t(now), p.RunID, p.Step, string(persistence.StepCompensating), s.t(now), s.t(now))
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			ok, err := s.exists(ctx, q, `SELECT 1 FROM step_runs WHERE run_id = ? AND step = ?`, p.RunID, p.Step)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
+			}
+			return fmt.Errorf("%w: run %s step %q", persistence.ErrNotClaimable, p.RunID, p.Step)
+		}
+		run, err := s.runGet(ctx, q, p.RunID, false)
+		if err != nil {
+			return err
+		}
+		if run.Status != wantRun {
+			// Rolls the claim back.
+			return fmt.Errorf("%w: run %s is %s", persistence.ErrNotClaimable, run.ID, run.Status)
+		}
+		names := append([]any{p.Step}, anys(p.WithOutputs)...)
+		var rows []stepRow
+		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
+			in(len(names))+`)`, append([]any{p.RunID}, names...)...); err != nil {
+			return err
+		}
+		res.Run = run
+		for _, r := range rows {
+			if r.Step == p.Step {
+				res.Step = r.record()
+			}
+			if len(r.Output) > 0 && slices.Contains(p.WithOutputs, r.Step) {
+				if res.Outputs == nil {
+					res.Outputs = make(map[string][]byte, len(p.WithOutputs))
+				}
+				res.Outputs[r.Step] = r.Output
+			}
+		}
+		attempt := res.Step.Attempt
+		if p.Compensation {
+			attempt = res.Step.CompAttempt
+		}
+		if attempt > 1 {
+			// A takeover: whoever held the previous attempt lost it.
+			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
+				WHERE run_id = ? AND step = ? AND kind = ? AND outcome = ?`,
+				string(persistence.OutcomeLost), s.t(now), p.RunID, p.Step, string(kind),
+				string(persistence.OutcomeRunning)); err != nil {
+				return err
+			}
+		}
+		_, err = s.exec(ctx, q, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.RunID, p.Step, string(kind), attempt, p.Worker, p.Fence, string(persistence.OutcomeRunning), s.t(now))
+		return err
+	})
+	return res, wrap("step claim", err)
+}
+
+// StepHeartbeat implements persistence.Store.
+func (s *Store) StepHeartbeat(ctx context.Context, p persistence.StepHeartbeatParams) error {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return err
+	}
+	if p.Fence == "" {
+		return fmt.Errorf("%w: empty fence", persistence.ErrFenceMismatch)
+	}
+	now := norm(p.Now)
+	n, err := s.exec1(ctx, `UPDATE step_runs SET lease_expires_at = ?, updated_at = ?
+		WHERE run_id = ? AND step = ? AND fence = ? AND status IN (?, ?)`,
+		s.t(norm(p.LeaseUntil)), s.t(now), p.RunID, p.Step, p.Fence,
+		string(persistence.StepRunning), string(persistence.StepCompensating))
+	if err != nil {
+		return wrap("step heartbeat", err)
+	}
+	if n == 0 {
+		return s.fenceError(ctx, p.RunID, p.Step)
+	}
+	return nil
+}
+
+func (s *Store) fenceError(ctx context.Context, runID, step string) error {
+	ok, err := s.exists(ctx, s.db, `SELECT 1 FROM step_runs WHERE run_id = ? AND step = ?`, runID, step)
+	if err != nil {
+		return wrap("step", err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	return fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, runID, step)
+}
+
+// lockFenced reads and locks a step and checks that fence holds its
+// current attempt (forward: running; compensation: compensating).
+func (s *Store) lockFenced(ctx context.Context, q querier, runID, step, fence string, compensation bool) (stepRow, error) {
+	row, err := s.stepGet(ctx, q, runID, step, true)
+	if err != nil {
+		return row, err
+	}
+	want := persistence.StepRunning
+	if compensation {
+		want = persistence.StepCompensating
+	}
+	if fence == "" || row.Fence != fence || row.Status != string(want) {
+		return row, fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, runID, step)
+	}
+	return row, nil
+}
+
+// StepComplete implements persistence.Store.
+//
+// Releasing dependents: the completed step's row is locked first, then its
+// dependents' rows (SELECT ... FOR UPDATE, in primary-key order, so two
+// completions never wait on each other in a cycle). The new pending
+// counts are computed from the locked rows and written back, so of two
+// siblings completing at once, the second waits for the first's commit,
+// sees its decrement, and is the one that queues the join step. On SQLite
+// write transactions are serialized, which gives the same guarantee.
+func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return persistence.StepCompleteResult{}, err
+	}
+	if !p.Compensation {
+		if err := s.validJSON(fmt.Sprintf("step %q output", p.Step), p.Output); err != nil {
+			return persistence.StepCompleteResult{}, err
+		}
+	}
+	now := norm(p.Now)
+	var res persistence.StepCompleteResult
+	err := s.write(ctx, func(q querier) error {
+		res = persistence.StepCompleteResult{}
+		var run runLock
+		if !p.Compensation {
+			// Lock order everywhere: run, then step, then dependents. The
+			// run lock also serializes the "was this the last step?" check
+			// of concurrent completions.
+			var err error
+			if run, err = s.lockRun(ctx, q, p.RunID); err != nil {
+				if errors.Is(err, persistence.ErrRunNotFound) {
+					return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
+				}
+				return err
+			}
+		}
+		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+		if err != nil {
+			return err
+		}
+		status, outcome := persistence.StepSucceeded, persistence.OutcomeSucceeded
+		switch {
+		case p.Compensation:
+			status = persistence.StepCompensated
+		case p.Skipped:
+			status, outcome = persistence.StepSkipped, persistence.OutcomeSkipped
+		}
+		row.Status = string(status)
+		if !p.Compensation {
+			row.Output = nonEmpty(p.Output)
+		}
+		row.Fence, row.LeaseExpiresAt, row.NextAttemptAt = "", nullTime{}, nullTime{}
+		row.Error.String, row.Error.Valid = "", false
+		row.FinishedAt = nullTime{T: now, Valid: true}
+		row.UpdatedAt = dbTime{now}
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, output = ?, error = NULL, fence = '',
+			lease_expires_at = NULL, next_attempt_at = NULL, finished_at = ?, updated_at = ?
+			WHERE run_id = ? AND step = ?`,
+			row.Status, nullBytes(row.Output), s.t(now), s.t(now), p.RunID, p.Step); err != nil {
+			return err
+		}
+		if err := s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, outcome, "", now); err != nil {
+			return err
+		}
+		res.Step = row.record()
+		if p.Compensation {
+			return nil
+		}
+		if row.Dependents != "" {
+			if res.Ready, err = s.release(ctx, q, p.RunID, splitNames(row.Dependents), now); err != nil {
+				return err
+			}
+		}
+		if len(res.Ready) > 0 || run.Status != string(persistence.RunRunning) {
+			return nil
+		}
+		res.RunFinished, err = s.finishRunIfDone(ctx, q, p.RunID, now)
+		return err
+	})
+	return res, wrap("step complete", err)
+}
+
+// release decrements the pending counters of a finished step's
+// dependents and queues those that reach zero.
+func (s *Store) release(ctx context.Context, q querier, runID string, dependents []string, now time.Time) ([]persistence.StepRun, error) {
+	slices.Sort(dependents)
+	args := append([]any{runID}, anys(dependents)...)
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
+		in(len(dependents))+`) ORDER BY step`+s.d.ForUpdate, args...); err != nil {
+		return nil, err
+	}
+	var ready []stepRow
+	var dec []any
+	for _, r := range rows {
+		if r.Status != string(persistence.StepWaiting) {
+			continue // cancelled, or queued by other means
+		}
+		if r.PendingDeps <= 1 {
+			ready = append(ready, r)
+		} else {
+			dec = append(dec, r.Step)
+		}
+	}
+	if len(dec) > 0 {
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET pending_deps = pending_deps - 1, updated_at = ?
+			WHERE run_id = ? AND step IN (`+in(len(dec))+`)`,
+			append([]any{s.t(now), runID}, dec...)...); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(ready, func(a, b stepRow) int { return cmp.Compare(a.Seq, b.Seq) })
+	return s.queueSteps(ctx, q, runID, ready, now)
+}
+
+func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence string, outcome persistence.AttemptOutcome, msg string, now time.Time) error {
+	_, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
+		WHERE run_id = ? AND step = ? AND fence = ? AND outcome = ?`,
+		string(outcome), nullString(msg), s.t(now), runID, step, fence, string(persistence.OutcomeRunning))
+	return err
+}
+
+// StepFail implements persistence.Store.
+func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (persistence.StepRun, error) {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return persistence.StepRun{}, err
+	}
+	now := norm(p.Now)
+	msg := cleanText(p.Error)
+	retryAt := normPtr(p.RetryAt)
+	failRun := retryAt == nil && !p.Compensation && p.DeadRunStatus != ""
+	if failRun && p.DeadRunStatus != persistence.RunCompensating && p.DeadRunStatus != persistence.RunFailed {
+		return persistence.StepRun{}, invalid("dead run status", string(p.DeadRunStatus), "must be compensating or failed")
+	}
+	var out persistence.StepRun
+	err := s.write(ctx, func(q querier) error {
+		var run runLock
+		if failRun {
+			// Lock order: run, then step.
+			var err error
+			if run, err = s.lockRun(ctx, q, p.RunID); err != nil {
+				if errors.Is(err, persistence.ErrRunNotFound) {
+					return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
+				}
+				return err
+			}
+		}
+		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+		if err != nil {
+			return err
+		}
+		switch {
+		case retryAt != nil && !p.Compensation:
+			row.Status = string(persistence.StepRetrying)
+		case retryAt != nil:
+			row.Status = string(persistence.StepCompensating)
+		case !p.Compensation:
+			row.Status = string(persistence.StepDead)
+		default:
+			row.Status = string(persistence.StepCompensationFailed)
+		}
+		row.Fence, row.LeaseExpiresAt = "", nullTime{}
+		row.NextAttemptAt = nullTime{}
+		if retryAt != nil {
+			row.NextAttemptAt = nullTime{T: *retryAt, Valid: true}
+		} else {
+			row.FinishedAt = nullTime{T: now, Valid: true}
+		}
+		row.Error.String, row.Error.Valid = msg, msg != ""
+		row.UpdatedAt = dbTime{now}
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, fence = '', lease_expires_at = NULL,
+			next_attempt_at = ?, error = ?, finished_at = ?, updated_at = ? WHERE run_id = ? AND step = ?`,
+			row.Status, s.tp(row.NextAttemptAt.ptr()), nullString(msg), s.tp(row.FinishedAt.ptr()), s.t(now),
+			p.RunID, p.Step); err != nil {
+			return err
+		}
+		if err := s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now); err != nil {
+			return err
+		}
+		out = row.record()
+		if failRun && run.Status == string(persistence.RunRunning) {
+			return s.failRun(ctx, q, p.RunID, p.DeadRunStatus, cleanText(p.DeadRunError), now)
+		}
+		return nil
+	})
+	return out, wrap("step fail", err)
+}
+
+// StepTransition implements persistence.Store.
+func (s *Store) StepTransition(ctx context.Context, p persistence.StepTransitionParams) ([]persistence.StepRun, error) {
+	if err := runRef(p.RunID); err != nil {
+		return nil, err
+	}
+	if named := len(p.Steps) > 0; named {
+		if p.Steps = storableNames(p.Steps); len(p.Steps) == 0 {
+			// Only names that cannot exist: nothing to move (an empty
+			// list would mean every step).
+			p.Steps = []string{"-"}
+		}
+	}
+	if !p.To.Valid() {
+		return nil, invalid("step status", string(p.To), "unknown")
+	}
+	for _, f := range p.From {
+		if !f.Valid() {
+			return nil, invalid("step status", string(f), "unknown")
+		}
+	}
+	if len(p.From) == 0 {
+		return nil, invalid("step status", "", "From must name at least one status")
+	}
+	now := norm(p.Now)
+	var out []persistence.StepRun
+	err := s.write(ctx, func(q querier) error {
+		var err error
+		out, err = s.stepsTransition(ctx, q, p.RunID, p.Steps, p.From, p.To, cleanText(p.Error), now)
+		if err == nil && len(out) == 0 {
+			ok, err := s.exists(ctx, q, `SELECT 1 FROM workflow_runs WHERE id = ?`, p.RunID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: %s", persistence.ErrRunNotFound, p.RunID)
+			}
+		}
+		return err
+	})
+	return out, wrap("step transition", err)
+}
+
+// finishedStep reports the step statuses that end a step's life (for
+// finished_at).
+func finishedStep(st persistence.StepStatus) bool {
+	switch st {
+	case persistence.StepSucceeded, persistence.StepDead, persistence.StepSkipped, persistence.StepCompensated,
+		persistence.StepCompensationFailed, persistence.StepCancelled:
+		return true
+	}
+	return false
+}
+
+func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, steps []string, from []persistence.StepStatus, to persistence.StepStatus, msg string, now time.Time) ([]persistence.StepRun, error) {
+	query := `SELECT ` + stepCols + ` FROM step_runs WHERE run_id = ? AND status IN (` + in(len(from)) + `)`
+	args := []any{runID}
+	for _, f := range from {
+		args = append(args, string(f))
+	}
+	if len(steps) > 0 {
+		query += ` AND step IN (` + in(len(steps)) + `)`
+		args = append(args, anys(steps)...)
+	}
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, query+` ORDER BY seq`+s.d.ForUpdate, args...); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	names := make([]any, len(rows))
+	out := make([]persistence.StepRun, len(rows))
+	for i, r := range rows {
+		names[i] = r.Step
+		r.Status = string(to)
+		r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
+		r.UpdatedAt = dbTime{now}
+		if msg != "" {
+			r.Error.String, r.Error.Valid = msg, true
+		}
+		switch {
+		case to == persistence.StepQueued:
+			r.Attempt = 0
+			r.QueuedAt = nullTime{T: now, Valid: true}
+			r.FinishedAt = nullTime{}
+		case to == persistence.StepCompensating:
+			// Waits for a compensation claim from now on.
+			r.QueuedAt = nullTime{T: now, Valid: true}
+			r.FinishedAt = nullTime{}
+		case finishedStep(to):
+			r.FinishedAt = nullTime{T: now, Valid: true}
+		}
+		out[i] = r.record()
+	}
+	r0 := out[0]
+	// Every changed row gets the same values, so one UPDATE does.
+	set := `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = ?, finished_at = ?, updated_at = ?`
+	uargs := []any{string(to), s.tp(r0.QueuedAt), s.tp(r0.FinishedAt), s.t(now)}
+	if to == persistence.StepQueued {
+		set += `, attempt = 0`
+	} else if to != persistence.StepCompensating {
+		// queued_at keeps its value
+		set = `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = queued_at, finished_at = ?, updated_at = ?`
+		uargs = []any{string(to), s.tp(r0.FinishedAt), s.t(now)}
+	}
+	if msg != "" {
+		set += `, error = ?`
+		uargs = append(uargs, msg)
+	}
+	uargs = append(uargs, runID)
+	uargs = append(uargs, names...)
+	if _, err := s.exec(ctx, q, `UPDATE step_runs SET `+set+` WHERE run_id = ? AND step IN (`+in(len(names))+`)`,
+		uargs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Store) mergeSteps(ctx context.Context, qs []Query, limit int, key func(stepRow) time.Time) ([]persistence.StepRun, error) {
+	var all []stepRow
+	for _, qq := range qs {
+		var rows []stepRow
+		if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	slices.SortStableFunc(all, func(a, b stepRow) int { return key(a).Compare(key(b)) })
+	if len(all) > limit {
+		all = all[:limit]
+	}
+	return stepRecords(all), nil
+}
+
+// StepListQueued implements persistence.Store.
+func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	out, err := s.mergeSteps(ctx, s.stepListQueuedQueries(p), clampLimit(p.Limit, 100, 10000),
+		func(r stepRow) time.Time { return r.QueuedAt.T })
+	return out, wrap("step list queued", err)
+}
+
+// StepListRetryDue implements persistence.Store.
+func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	out, err := s.mergeSteps(ctx, s.stepListRetryDueQueries(p), clampLimit(p.Limit, 100, 10000),
+		func(r stepRow) time.Time { return r.NextAttemptAt.T })
+	return out, wrap("step list retry due", err)
+}
+
+// StepListLeaseExpired implements persistence.Store.
+func (s *Store) StepListLeaseExpired(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	out, err := s.mergeSteps(ctx, s.stepListLeaseExpiredQueries(p), clampLimit(p.Limit, 100, 10000),
+		func(r stepRow) time.Time { return r.LeaseExpiresAt.T })
+	return out, wrap("step list lease expired", err)
+}
+
+// StepListDead implements persistence.Store.
+func (s *Store) StepListDead(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
+	query, args, limit, err := s.stepListDeadQuery(p)
+	if err != nil {
+		return persistence.StepPage{}, err
+	}
+	var rows []stepRow
+	if err := s.selectAll(ctx, s.db, &rows, query, args...); err != nil {
+		return persistence.StepPage{}, wrap("step list dead", err)
+	}
+	var page persistence.StepPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		page.NextCursor = encodeCursor(last.FinishedAt.T, last.RunID, last.Step)
+	}
+	page.Steps = stepRecords(rows)
+	return page, nil
+}
+
+// AttemptList implements persistence.Store.
+func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.Attempt, error) {
+	if runRef(runID) != nil {
+		return nil, nil
+	}
+	var rows []attemptRow
+	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+` FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
+		return nil, wrap("attempt list", err)
+	}
+	out := make([]persistence.Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = r.record()
+	}
+	return out, nil
+}

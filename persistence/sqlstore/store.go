@@ -1,0 +1,206 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Config configures a Store.
+type Config struct {
+	// MaxPayload limits inputs, outputs and metadata, in bytes; zero means
+	// DefaultMaxPayload.
+	MaxPayload int
+}
+
+// Store implements persistence.Store and persistence.TxStore on a
+// *sql.DB for one Dialect.
+type Store struct {
+	db         *sql.DB
+	d          Dialect
+	maxPayload int
+	// wsem serializes write transactions when the dialect asks for it.
+	wsem chan struct{}
+}
+
+var (
+	_ persistence.Store   = (*Store)(nil)
+	_ persistence.TxStore = (*Store)(nil)
+)
+
+// New returns a Store on db, whose schema the caller has migrated.
+func New(db *sql.DB, d Dialect, cfg Config) *Store {
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	s := &Store{db: db, d: d, maxPayload: cfg.MaxPayload}
+	if d.SerializeWrites {
+		s.wsem = make(chan struct{}, 1)
+	}
+	return s
+}
+
+// DB returns the underlying database handle.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect returns the store's dialect.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// Close closes the database handle.
+func (s *Store) Close() error { return s.db.Close() }
+
+// querier is what the store's queries run on: *sql.DB, *sql.Tx or a
+// caller's transaction.
+type querier = persistence.DBTX
+
+func (s *Store) lockWrites(ctx context.Context) (func(), error) {
+	if s.wsem == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.wsem <- struct{}{}:
+		return func() { <-s.wsem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// maxTxRetries bounds how often a transaction that lost a deadlock (or
+// found the database busy) is run again.
+const maxTxRetries = 5
+
+// write runs fn in a write transaction, committing when it returns nil.
+// A retryable failure (deadlock victim) reruns fn in a fresh transaction,
+// so fn must not keep state across calls other than its results.
+func (s *Store) write(ctx context.Context, fn func(q querier) error) error {
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for try := 0; ; try++ {
+		err := s.tx(ctx, fn)
+		if err == nil || try >= maxTxRetries || !s.d.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(1<<try) * time.Millisecond)
+	}
+}
+
+func (s *Store) tx(ctx context.Context, fn func(q querier) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	return nil
+}
+
+// exec1 runs one write statement outside an explicit transaction.
+func (s *Store) exec1(ctx context.Context, query string, args ...any) (int64, error) {
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	for try := 0; ; try++ {
+		n, err := s.exec(ctx, s.db, query, args...)
+		if err == nil || try >= maxTxRetries || !s.d.IsRetryable(err) || ctx.Err() != nil {
+			return n, err
+		}
+		time.Sleep(time.Duration(1<<try) * time.Millisecond)
+	}
+}
+
+func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	res, err := q.ExecContext(ctx, s.d.rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// selectAll scans every row of query into dest, a pointer to a slice of
+// row structs.
+func (s *Store) selectAll(ctx context.Context, q querier, dest any, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, s.d.rebind(query), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := sqlx.StructScan(rows, dest); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// exists reports whether query returns a row.
+func (s *Store) exists(ctx context.Context, q querier, query string, args ...any) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, s.d.rebind(query), args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) t(t time.Time) any { return s.d.Time(t) }
+
+func (s *Store) tp(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.d.Time(*t)
+}
+
+// in returns "?, ?, ?" for n placeholders.
+func in(n int) string {
+	if n <= 0 {
+		return "NULL"
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ve *persistence.ValidationError
+	var le *persistence.LimitError
+	var ie *persistence.IdempotencyConflictError
+	var te *persistence.TransitionError
+	switch {
+	case errors.As(err, &ve), errors.As(err, &le), errors.As(err, &ie), errors.As(err, &te),
+		errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrStepNotFound),
+		errors.Is(err, persistence.ErrScheduleNotFound), errors.Is(err, persistence.ErrNotClaimable),
+		errors.Is(err, persistence.ErrFenceMismatch), errors.Is(err, persistence.ErrRunFinished),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("sqlstore: %s: %w", op, err)
+}

@@ -1,0 +1,200 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Limits on values the store accepts. Names are ASCII so that every index
+// over them stays small and collation-free.
+const (
+	// MaxNameLen is the longest workflow, step, queue or schedule name.
+	MaxNameLen = 64
+	// MaxIDLen is the longest run id.
+	MaxIDLen = 64
+	// MaxKeyLen is the longest idempotency key, in bytes.
+	MaxKeyLen = 255
+	// MaxFenceLen is the longest fence token, in bytes.
+	MaxFenceLen = 128
+	// MaxWorkerLen is the longest worker id, in bytes.
+	MaxWorkerLen = 255
+	// MaxErrorLen is how much of an error message is kept, in bytes;
+	// longer messages are truncated (a failure is never refused because
+	// its message is long).
+	MaxErrorLen = 64 << 10
+	// MaxSpecLen is the longest cron spec or time zone name.
+	MaxSpecLen = 255
+	// DefaultMaxPayload is the default limit on inputs, outputs and
+	// metadata.
+	DefaultMaxPayload = 1 << 20
+	// DefaultQueue is the queue of a step created without one.
+	DefaultQueue = "default"
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+	idRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+)
+
+func invalid(field, value, reason string) error {
+	if len(value) > 80 {
+		value = value[:80] + "..."
+	}
+	return &persistence.ValidationError{Field: field, Value: value, Reason: reason}
+}
+
+func validName(field, v string) error {
+	if !nameRE.MatchString(v) {
+		return invalid(field, v, "must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+	}
+	return nil
+}
+
+func validRunID(v string) error {
+	if !idRE.MatchString(v) {
+		return invalid("run id", v, "must be 1-64 characters of [A-Za-z0-9_.:-] starting with a letter or digit")
+	}
+	return nil
+}
+
+// validKey checks an idempotency key: 1-255 bytes of valid UTF-8 without
+// NUL. Any other byte sequence, quotes and backslashes included, is stored
+// and compared byte-exact.
+func validKey(v string) error {
+	switch {
+	case len(v) > MaxKeyLen:
+		return invalid("idempotency key", v, "longer than 255 bytes")
+	case !utf8.ValidString(v):
+		return invalid("idempotency key", v, "not valid UTF-8")
+	case strings.IndexByte(v, 0) >= 0:
+		return invalid("idempotency key", v, "contains a NUL byte")
+	}
+	return nil
+}
+
+func validToken(field, v string, maxLen int) error {
+	switch {
+	case v == "":
+		return invalid(field, v, "is empty")
+	case len(v) > maxLen:
+		return invalid(field, v, "too long")
+	case !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0:
+		return invalid(field, v, "must be valid UTF-8 without NUL")
+	}
+	return nil
+}
+
+// validJSON checks a JSON payload against the size limit; nil (or empty)
+// means no value.
+func (s *Store) validJSON(field string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > s.maxPayload {
+		return &persistence.LimitError{Field: field, Size: len(b), Limit: s.maxPayload}
+	}
+	if !json.Valid(b) {
+		return invalid(field, string(b), "not valid JSON")
+	}
+	return nil
+}
+
+// cleanText makes an error or reason message storable: invalid UTF-8
+// sequences become U+FFFD (a utf8mb4 column refuses them) and the text is
+// cut to at most MaxErrorLen bytes. Everything else, NUL bytes included,
+// is stored as is.
+func cleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) > MaxErrorLen {
+		cut := MaxErrorLen
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// norm is how times are stored: UTC, microseconds. A zero time means now.
+func norm(t time.Time) time.Time {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func normPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := norm(*t)
+	return &v
+}
+
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func clampLimit(n, def, max int) int {
+	if n <= 0 {
+		return def
+	}
+	if n > max {
+		return max
+	}
+	return n
+}
+
+// Lookups by an id or name that could never have been stored find
+// nothing without asking the database (whose ASCII key columns would
+// refuse to compare with other characters).
+
+func runRef(id string) error {
+	if !idRE.MatchString(id) {
+		return fmt.Errorf("%w: %q", persistence.ErrRunNotFound, id)
+	}
+	return nil
+}
+
+func stepRef(runID, step string) error {
+	if !idRE.MatchString(runID) || !nameRE.MatchString(step) {
+		return fmt.Errorf("%w: run %q step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	return nil
+}
+
+func scheduleRef(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q", persistence.ErrScheduleNotFound, name)
+	}
+	return nil
+}
+
+// storableNames keeps the names that can exist.
+func storableNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if nameRE.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

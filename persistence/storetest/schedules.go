@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+func (s *suite) testSchedules(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	sc := persistence.Schedule{
+		Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Paris", Workflow: "report", Input: []byte(`{"full":true}`),
+		Overlap: persistence.OverlapSkip, CatchUp: persistence.CatchUpLatest, CatchUpWindow: 90 * time.Minute,
+		CreatedAt: t0, UpdatedAt: t0,
+	}
+	got, err := st.ScheduleUpsert(c, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sc, got); diff != "" {
+		t.Errorf("ScheduleUpsert (-want +got):\n%s", diff)
+	}
+	if _, err := st.ScheduleUpsert(c, persistence.Schedule{Name: "hourly", Spec: "@hourly", Workflow: "ping", UpdatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	// Defaults for the policies.
+	h, err := st.ScheduleGet(c, "hourly")
+	if err != nil || h.Overlap != persistence.OverlapAllow || h.CatchUp != persistence.CatchUpNone || h.Input != nil {
+		t.Errorf("hourly = %+v, %v", h, err)
+	}
+
+	// Advance: from never to t1, then a stale advance loses.
+	t1, t2 := at(time.Hour), at(2*time.Hour)
+	if ok, err := st.ScheduleAdvance(c, persistence.ScheduleAdvanceParams{Name: "nightly", To: t1, Now: t1}); err != nil || !ok {
+		t.Fatalf("first advance = %v, %v", ok, err)
+	}
+	if ok, err := st.ScheduleAdvance(c, persistence.ScheduleAdvanceParams{Name: "nightly", To: t1, Now: t1}); err != nil || ok {
+		t.Errorf("second advance from nil = %v, %v; want false", ok, err)
+	}
+	if ok, err := st.ScheduleAdvance(c, persistence.ScheduleAdvanceParams{Name: "nightly", From: &t2, To: at(3 * time.Hour), Now: t2}); err != nil || ok {
+		t.Errorf("advance from a wrong tick = %v, %v; want false", ok, err)
+	}
+	if ok, err := st.ScheduleAdvance(c, persistence.ScheduleAdvanceParams{Name: "nightly", From: &t1, To: t2, Now: t2}); err != nil || !ok {
+		t.Errorf("advance t1 -> t2 = %v, %v; want true", ok, err)
+	}
+	if _, err := st.ScheduleAdvance(c, persistence.ScheduleAdvanceParams{Name: "nope", To: t1, Now: t1}); !errors.Is(err, persistence.ErrScheduleNotFound) {
+		t.Errorf("advance of unknown schedule = %v, want ErrScheduleNotFound", err)
+	}
+
+	// Pause and disable.
+	upd, err := st.ScheduleUpdate(c, persistence.ScheduleUpdateParams{Name: "nightly", Paused: ptr(true), Disabled: ptr(true), Now: at(3 * time.Hour)})
+	if err != nil || !upd.Paused || !upd.Disabled || !upd.UpdatedAt.Equal(at(3*time.Hour)) {
+		t.Errorf("ScheduleUpdate = %+v, %v", upd, err)
+	}
+	upd, err = st.ScheduleUpdate(c, persistence.ScheduleUpdateParams{Name: "nightly", Now: at(3 * time.Hour)})
+	if err != nil || !upd.Paused || !upd.Disabled {
+		t.Errorf("ScheduleUpdate with no fields changed flags: %+v, %v", upd, err)
+	}
+	if _, err := st.ScheduleUpdate(c, persistence.ScheduleUpdateParams{Name: "nope", Paused: ptr(true)}); !errors.Is(err, persistence.ErrScheduleNotFound) {
+		t.Errorf("update of unknown schedule = %v, want ErrScheduleNotFound", err)
+	}
+
+	// A re-upsert (the schedule declared again, changed) keeps LastTick,
+	// Paused and CreatedAt, and clears Disabled.
+	sc2 := sc
+	sc2.Spec = "0 4 * * *"
+	sc2.Input = nil
+	sc2.CreatedAt = time.Time{}
+	sc2.UpdatedAt = at(4 * time.Hour)
+	got, err = st.ScheduleUpsert(c, sc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sc2
+	want.CreatedAt = t0
+	want.Paused = true
+	want.LastTick = &t2
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("re-upsert (-want +got):\n%s", diff)
+	}
+
+	list, err := st.ScheduleList(c)
+	if err != nil || len(list) != 2 || list[0].Name != "hourly" || list[1].Name != "nightly" {
+		t.Errorf("ScheduleList = %+v, %v", list, err)
+	}
+	if _, err := st.ScheduleGet(c, "nope"); !errors.Is(err, persistence.ErrScheduleNotFound) {
+		t.Errorf("ScheduleGet(unknown) = %v, want ErrScheduleNotFound", err)
+	}
+
+	// History: duplicates ignored, newest first, limited.
+	runID := newID(t)
+	ticks := []persistence.ScheduleTick{
+		{Schedule: "nightly", Tick: t1, Outcome: persistence.TickFired, RunID: runID, CreatedAt: t1},
+		{Schedule: "nightly", Tick: t2, Outcome: persistence.TickSkipped, Reason: "previous run still running", CreatedAt: t2},
+		{Schedule: "nightly", Tick: t1, Outcome: persistence.TickSkipped, Reason: "duplicate", CreatedAt: t2},
+		{Schedule: "hourly", Tick: t1, Outcome: persistence.TickBuffered, CreatedAt: t1},
+	}
+	for _, tk := range ticks {
+		if err := st.ScheduleTickRecord(c, tk); err != nil {
+			t.Fatalf("ScheduleTickRecord(%+v): %v", tk, err)
+		}
+	}
+	hist, err := st.ScheduleTickList(c, persistence.ScheduleTickListParams{Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]persistence.ScheduleTick{ticks[1], ticks[0]}, hist); diff != "" {
+		t.Errorf("ScheduleTickList (-want +got):\n%s", diff)
+	}
+	if hist, _ := st.ScheduleTickList(c, persistence.ScheduleTickListParams{Name: "nightly", Limit: 1}); len(hist) != 1 || !hist[0].Tick.Equal(t2) {
+		t.Errorf("ScheduleTickList limit 1 = %+v", hist)
+	}
+	if err := st.ScheduleTickRecord(c, persistence.ScheduleTick{Schedule: "nightly", Tick: t1, Outcome: "exploded"}); !errors.Is(err, persistence.ErrInvalid) {
+		t.Errorf("bad tick outcome = %v, want ErrInvalid", err)
+	}
+}
+
+func (s *suite) testScheduleValidation(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	ok := func() persistence.Schedule {
+		return persistence.Schedule{Name: "s", Spec: "* * * * *", Workflow: "wf"}
+	}
+	for name, mutate := range map[string]func(*persistence.Schedule){
+		"bad name":        func(s *persistence.Schedule) { s.Name = "'; DROP TABLE schedules; --" },
+		"bad workflow":    func(s *persistence.Schedule) { s.Workflow = "" },
+		"empty spec":      func(s *persistence.Schedule) { s.Spec = "" },
+		"bad overlap":     func(s *persistence.Schedule) { s.Overlap = "sometimes" },
+		"bad catch-up":    func(s *persistence.Schedule) { s.CatchUp = "maybe" },
+		"bad input":       func(s *persistence.Schedule) { s.Input = []byte("{") },
+		"negative window": func(s *persistence.Schedule) { s.CatchUpWindow = -time.Second },
+	} {
+		sc := ok()
+		mutate(&sc)
+		if _, err := st.ScheduleUpsert(c, sc); !errors.Is(err, persistence.ErrInvalid) {
+			t.Errorf("%s: ScheduleUpsert = %v, want ErrInvalid", name, err)
+		}
+	}
+	if list, _ := st.ScheduleList(c); len(list) != 0 {
+		t.Errorf("refused schedules were stored: %+v", list)
+	}
+}
