@@ -72,7 +72,7 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 	if err := q.notifier.subscribe(ctx, channels); err != nil {
 		return nil, err
 	}
-	w := q.notifier.newWaiter(channels)
+	w := q.notifier.newWaiter(channels, p.Max)
 	defer q.notifier.finish(w, "")
 	var timer *time.Timer
 	defer func() {

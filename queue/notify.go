@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -16,8 +17,8 @@ import (
 // which a dequeue that found nothing sets: an idle queue costs a PUBLISH
 // per wake-up, a busy one nothing.
 //
-// A notification wakes at most n waiters of this process (in the order
-// they started waiting). A woken consumer that leaves ready tasks behind
+// A notification of n tasks wakes waiters of this process, in the order
+// they started waiting, until their batch sizes add up to n. A woken consumer that leaves ready tasks behind
 // wakes the next waiter itself (chain), and one that empties the queue
 // while others still wait sets the flag again, so no waiter sleeps while
 // work is ready and nobody will tell it. The PollInterval timer is the
@@ -40,6 +41,7 @@ type topic struct {
 
 type waiter struct {
 	ch        chan struct{} // capacity 1: "look again"
+	max       int           // batch size
 	channels  []string
 	in        map[string]bool // registered on that topic
 	signalled map[string]bool // woken by that topic, and not looked yet
@@ -121,7 +123,7 @@ func (n *notifier) loop(msgs <-chan any, done chan struct{}) {
 				case <-t.confirmed:
 					// A resubscription after a reconnect: messages may have
 					// been lost meanwhile, so everyone looks again.
-					n.wakeLocked(m.Channel, t, len(t.waiters))
+					n.wakeLocked(m.Channel, t, math.MaxInt)
 				default:
 					close(t.confirmed)
 				}
@@ -132,7 +134,7 @@ func (n *notifier) loop(msgs <-chan any, done chan struct{}) {
 			n.mu.Lock()
 			if t := n.topics[m.Channel]; t != nil {
 				if err != nil || count < 1 {
-					count = len(t.waiters)
+					count = math.MaxInt
 				}
 				n.wakeLocked(m.Channel, t, count)
 			}
@@ -141,10 +143,12 @@ func (n *notifier) loop(msgs <-chan any, done chan struct{}) {
 	}
 }
 
-// wakeLocked wakes the first count waiters of t.
+// wakeLocked wakes the first waiters of t until their batch sizes add
+// up to count tasks.
 func (n *notifier) wakeLocked(ch string, t *topic, count int) {
-	for ; count > 0 && len(t.waiters) > 0; count-- {
+	for count > 0 && len(t.waiters) > 0 {
 		w := t.waiters[0]
+		count -= w.max
 		t.waiters[0] = nil
 		t.waiters = t.waiters[1:]
 		w.in[ch] = false
@@ -156,9 +160,10 @@ func (n *notifier) wakeLocked(ch string, t *topic, count int) {
 	}
 }
 
-func (n *notifier) newWaiter(channels []string) *waiter {
+func (n *notifier) newWaiter(channels []string, max int) *waiter {
 	return &waiter{
 		ch:        make(chan struct{}, 1),
+		max:       max,
 		channels:  channels,
 		in:        make(map[string]bool, len(channels)),
 		signalled: make(map[string]bool, len(channels)),
@@ -227,7 +232,7 @@ func (n *notifier) finish(w *waiter, chain string) {
 			w.in[ch] = false
 		}
 		if w.signalled[ch] || ch == chain {
-			n.wakeLocked(ch, t, 1)
+			n.wakeLocked(ch, t, 1) // one waiter
 		}
 	}
 }

@@ -247,7 +247,7 @@ func (q *Queue) Extend(ctx context.Context, queue, id string, lease time.Duratio
 		return false, fmt.Errorf("%w: lease %v is not positive", ErrInvalidArgument, lease)
 	}
 	k := q.keys(queue)
-	n, err := scriptExtend.Run(ctx, q.client, []string{k.leased, k.index}, id, q.now().Add(lease).UnixMilli()).Int()
+	n, err := scriptExtend.Run(ctx, q.client, []string{k.leased}, id, q.now().Add(lease).UnixMilli()).Int()
 	if err != nil {
 		return false, fmt.Errorf("queue: extend %q in %q: %w", id, queue, err)
 	}

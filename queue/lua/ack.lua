@@ -8,16 +8,18 @@
 -- Returns the number of tasks removed.
 local n = 0
 for _, id in ipairs(ARGV) do
-  local state = iget(KEYS[4], id)
-  if state ~= nil and state ~= DEAD then
-    if state == LEASED then
-      redis.call('ZREM', KEYS[3], id)
-    elseif state == DELAYED then
-      redis.call('ZREM', KEYS[2], id)
-    else
-      redis.call('LREM', KEYS[1], 0, id)
+  local key = ikey(KEYS[4], id)
+  local gone = redis.call('ZREM', KEYS[3], id) == 1 -- the usual case: leased
+  if not gone then
+    local state = iget(KEYS[4], id)
+    if state == DELAYED then
+      gone = redis.call('ZREM', KEYS[2], id) == 1
+    elseif state == READY then
+      gone = redis.call('LREM', KEYS[1], 0, id) > 0
     end
-    idel(KEYS[4], id)
+  end
+  if gone then
+    redis.call('HDEL', key, id)
     n = n + 1
   end
 end

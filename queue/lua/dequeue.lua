@@ -10,7 +10,8 @@
 -- ARGV[4] max tasks to lease
 -- ARGV[5] max delayed and max expired tasks to promote
 -- ARGV[6] 1 if other consumers of the caller's process wait on this queue
--- Returns {next due ms or -1, ready left, id1, deliveries1, id2, ...}.
+-- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
+-- deliveries1, id2, ...}.
 -- When it leases nothing (or leaves the queue empty while others wait) it
 -- sets the waiting flag, so that the next enqueue publishes a wake-up.
 local now, deadline, max = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -20,9 +21,8 @@ local res = { 0, 0 }
 if ids then
   local zargs = {}
   for _, id in ipairs(ids) do
-    local _, d = iget(KEYS[4], id)
-    d = d + 1
-    iset(KEYS[4], id, LEASED, d)
+    -- ready (0) to leased (2), one more delivery (4)
+    local d = math.floor(redis.call('HINCRBY', ikey(KEYS[4], id), id, 6) / 4)
     zargs[#zargs + 1] = deadline
     zargs[#zargs + 1] = id
     res[#res + 1] = id
@@ -36,6 +36,8 @@ if left == 0 and (not ids or ARGV[6] == '1') then
 elseif left > 0 then
   notify(KEYS[5], ARGV[1], left)
 end
-res[1] = nextdue(KEYS[2], KEYS[3])
+if not ids then
+  res[1] = nextdue(KEYS[2], KEYS[3])
+end
 res[2] = left
 return res

@@ -13,18 +13,23 @@ local now = tonumber(ARGV[2])
 local added, ready = {}, {}
 for i = 3, #ARGV, 2 do
   local id, due = ARGV[i], tonumber(ARGV[i + 1])
-  local state = iget(KEYS[5], id)
-  if state == nil or state == DEAD then
-    if state == DEAD then
-      redis.call('ZREM', KEYS[3], id)
-      redis.call('HDEL', KEYS[4], id)
-    end
-    if due <= now then
+  local state = DELAYED
+  if due <= now then
+    state = READY
+  end
+  local key = ikey(KEYS[5], id)
+  local fresh = redis.call('HSETNX', key, id, state) == 1
+  if not fresh and tonumber(redis.call('HGET', key, id)) % 4 == DEAD then
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('HDEL', KEYS[4], id)
+    iset(key, id, state, 0)
+    fresh = true
+  end
+  if fresh then
+    if state == READY then
       ready[#ready + 1] = id
-      iset(KEYS[5], id, READY, 0)
     else
       redis.call('ZADD', KEYS[2], due, id)
-      iset(KEYS[5], id, DELAYED, 0)
     end
     added[#added + 1] = 1
   else

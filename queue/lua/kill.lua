@@ -10,7 +10,7 @@
 -- ARGV[4] limit on dead tasks
 -- Returns 1, or 0 if the task is not leased.
 local id = ARGV[2]
-local state, d = iget(KEYS[4], id)
+local state, d, key = iget(KEYS[4], id)
 if state ~= LEASED then
   return 0
 end
@@ -19,14 +19,14 @@ redis.call('ZADD', KEYS[2], ARGV[1], id)
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[3], id, ARGV[3])
 end
-iset(KEYS[4], id, DEAD, d)
+iset(key, id, DEAD, d)
 local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
 if over > 0 then
   local old = redis.call('ZRANGE', KEYS[2], 0, over - 1)
   callchunks('ZREM', KEYS[2], old)
   callchunks('HDEL', KEYS[3], old)
   for _, o in ipairs(old) do
-    idel(KEYS[4], o)
+    redis.call('HDEL', ikey(KEYS[4], o), o)
   end
 end
 return 1

@@ -10,10 +10,10 @@
 local back = {}
 for i = #ARGV, 2, -1 do
   local id = ARGV[i]
-  local state, d = iget(KEYS[3], id)
+  local state, d, key = iget(KEYS[3], id)
   if state == LEASED then
     redis.call('ZREM', KEYS[2], id)
-    iset(KEYS[3], id, READY, math.max(d - 1, 0))
+    iset(key, id, READY, math.max(d - 1, 0))
     back[#back + 1] = id
   end
 end

@@ -8,7 +8,7 @@
 -- ARGV[1] task id
 -- Returns 1 if the task existed, else 0.
 local id = ARGV[1]
-local state = iget(KEYS[6], id)
+local state, _, key = iget(KEYS[6], id)
 if state == nil then
   return 0
 end
@@ -20,5 +20,5 @@ elseif state == DEAD then
 else
   redis.call('ZREM', KEYS[state + 1], id)
 end
-idel(KEYS[6], id)
+redis.call('HDEL', key, id)
 return 1

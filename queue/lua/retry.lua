@@ -10,17 +10,17 @@
 -- ARGV[4] due, unix ms
 -- Returns 1, or 0 if the task is not leased.
 local id, due = ARGV[3], tonumber(ARGV[4])
-local state, d = iget(KEYS[4], id)
+local state, d, key = iget(KEYS[4], id)
 if state ~= LEASED then
   return 0
 end
 redis.call('ZREM', KEYS[3], id)
 if due <= tonumber(ARGV[2]) then
   redis.call('RPUSH', KEYS[1], id)
-  iset(KEYS[4], id, READY, d)
+  iset(key, id, READY, d)
   notify(KEYS[5], ARGV[1], 1)
 else
   redis.call('ZADD', KEYS[2], due, id)
-  iset(KEYS[4], id, DELAYED, d)
+  iset(key, id, DELAYED, d)
 end
 return 1
