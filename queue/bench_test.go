@@ -68,8 +68,9 @@ func BenchmarkDequeueAck(b *testing.B) {
 	}
 }
 
-// BenchmarkEndToEnd: a producer enqueues while consumers dequeue and ack;
-// an op is one task through the whole cycle.
+// BenchmarkEndToEnd: producers (as many as consumers, at most 8) enqueue
+// while consumers dequeue and ack; an op is one task through the whole
+// cycle. batch is both the enqueue batch and the dequeue Max.
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, consumers := range []int{1, 50} {
 		for _, batch := range []int{1, 50} {
@@ -98,16 +99,24 @@ func BenchmarkEndToEnd(b *testing.B) {
 						}
 					})
 				}
-				items := make([]Item, 0, batch)
-				for i := 0; i < b.N; i += batch {
-					items = items[:0]
-					for j := i; j < min(i+batch, b.N); j++ {
-						items = append(items, Item{ID: benchID(j)})
-					}
-					if _, err := q.Enqueue(ctx, "bench", items...); err != nil {
-						b.Fatal(err)
-					}
+				producers := min(consumers, 8)
+				var pwg sync.WaitGroup
+				for p := range producers {
+					pwg.Go(func() {
+						items := make([]Item, 0, batch)
+						for i := p * batch; i < b.N; i += producers * batch {
+							items = items[:0]
+							for j := i; j < min(i+batch, b.N); j++ {
+								items = append(items, Item{ID: benchID(j)})
+							}
+							if _, err := q.Enqueue(ctx, "bench", items...); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
 				}
+				pwg.Wait()
 				<-finished
 				b.StopTimer()
 				cancel()

@@ -36,6 +36,7 @@ type notifier struct {
 
 type topic struct {
 	confirmed chan struct{} // closed once the server confirmed the subscription
+	gaveUp    bool          // confirmation did not come in time; don't wait again
 	waiters   []*waiter
 }
 
@@ -67,7 +68,7 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 		return ErrClosed
 	}
 	var fresh []string
-	var wait []chan struct{}
+	var wait []*topic
 	for _, ch := range channels {
 		t := n.topics[ch]
 		if t == nil {
@@ -75,7 +76,9 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 			n.topics[ch] = t
 			fresh = append(fresh, ch)
 		}
-		wait = append(wait, t.confirmed)
+		if !t.gaveUp {
+			wait = append(wait, t)
+		}
 	}
 	var err error
 	switch {
@@ -94,15 +97,20 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 	}
 	timeout := time.NewTimer(subscribeWait)
 	defer timeout.Stop()
-	for _, c := range wait {
+	for _, t := range wait {
 		select {
-		case <-c:
+		case <-t.confirmed:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-n.closing:
 			return ErrClosed
 		case <-timeout.C:
-			n.q.log.Warn("queue: subscription not confirmed; relying on polling", "channels", channels)
+			n.q.log.Warn("queue: subscription not confirmed; relying on polling until it is", "channels", channels)
+			n.mu.Lock()
+			for _, t := range wait {
+				t.gaveUp = true
+			}
+			n.mu.Unlock()
 			return nil
 		}
 	}
