@@ -28,10 +28,12 @@ func (s *Store) runListDueQuery(p persistence.ListDueParams) Query {
 }
 
 func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Query {
-	// idx_runs_finished (finished_at); only terminal runs have finished_at.
+	// idx_runs_finished (finished_at). Only terminal runs have a
+	// finished_at (RunReopen clears it), so no status filter is needed, and
+	// none gets in the way of reading the index in order.
 	return Query{Name: "RunDeleteFinished", SQL: `SELECT id FROM workflow_runs
-		WHERE finished_at < ? AND status IN (?, ?, ?, ?) ORDER BY finished_at LIMIT ?`,
-		Args: append(append([]any{s.t(norm(p.Before))}, terminalRun...), clampLimit(p.Limit, 1000, 10000))}
+		WHERE finished_at < ? ORDER BY finished_at LIMIT ?`,
+		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 1000, 10000)}}
 }
 
 // stepDueQueries are the reconciler's step queries, one per (status,

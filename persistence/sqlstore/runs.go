@@ -341,9 +341,6 @@ func (s *Store) RunList(ctx context.Context, p persistence.RunListParams) (persi
 	return page, nil
 }
 
-var terminalRun = []any{string(persistence.RunSucceeded), string(persistence.RunCompensated),
-	string(persistence.RunFailed), string(persistence.RunCancelled)}
-
 // RunTransition implements persistence.Store.
 func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionParams) (persistence.RunTransitionResult, error) {
 	if err := runRef(p.RunID); err != nil {

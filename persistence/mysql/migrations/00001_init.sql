@@ -25,10 +25,10 @@ CREATE TABLE workflow_runs (
     PRIMARY KEY (id),
     UNIQUE KEY uq_runs_idempotency (workflow, idempotency_key),
     KEY idx_runs_status_start (status, start_at),
-    KEY idx_runs_created (created_at),
-    KEY idx_runs_wf_created (workflow, created_at),
-    KEY idx_runs_status_created (status, created_at),
-    KEY idx_runs_wf_status_created (workflow, status, created_at),
+    KEY idx_runs_created (created_at, id),
+    KEY idx_runs_wf_created (workflow, created_at, id),
+    KEY idx_runs_status_created (status, created_at, id),
+    KEY idx_runs_wf_status_created (workflow, status, created_at, id),
     KEY idx_runs_finished (finished_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
@@ -58,8 +58,8 @@ CREATE TABLE step_runs (
     KEY idx_steps_status_queued (status, queued_at),
     KEY idx_steps_status_next (status, next_attempt_at),
     KEY idx_steps_status_lease (status, lease_expires_at),
-    KEY idx_steps_status_finished (status, finished_at),
-    KEY idx_steps_status_wf_finished (status, workflow, finished_at),
+    KEY idx_steps_status_finished (status, finished_at, run_id, step),
+    KEY idx_steps_status_wf_finished (status, workflow, finished_at, run_id, step),
     CONSTRAINT fk_steps_run FOREIGN KEY (run_id) REFERENCES workflow_runs (id) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

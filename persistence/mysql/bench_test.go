@@ -1,0 +1,13 @@
+package mysql_test
+
+import (
+	"testing"
+
+	"github.com/dagflow/dagflow/persistence/storetest"
+)
+
+// go test -run '^$' -bench . ./persistence/mysql
+func BenchmarkClaimComplete(b *testing.B) {
+	b.Run("serial", func(b *testing.B) { storetest.BenchmarkClaimComplete(b, openStore(b), 0) })
+	b.Run("parallel", func(b *testing.B) { storetest.BenchmarkClaimComplete(b, openStore(b), 8) })
+}
