@@ -20,7 +20,7 @@ func TestStress(t *testing.T) {
 	const (
 		tasks     = 50000
 		consumers = 20
-		lease     = 300 * time.Millisecond
+		lease     = 1500 * time.Millisecond
 	)
 	c := newRealRedis(t)
 	q := newTestQueue(t, c, Config{PollInterval: 50 * time.Millisecond})
