@@ -422,6 +422,46 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 		}
 	})
 
+	t.Run("BlockingWakesAcrossProcesses", func(t *testing.T) {
+		// Two Queues on the same keys stand for two processes, each with
+		// two sleeping consumers; tasks arrive one by one.
+		client := newClient(t)
+		q1 := newTestQueue(t, client, Config{PollInterval: 30 * time.Second})
+		q2, err := New(Config{Client: client, Prefix: q1.prefix, PollInterval: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q2.Close()
+		const tasks = 8
+		got := make(chan string, tasks)
+		cctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for _, q := range []*Queue{q1, q2, q1, q2} {
+			wg.Go(func() {
+				for {
+					ts, err := q.Dequeue(cctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+					if err != nil {
+						return
+					}
+					for _, task := range ts {
+						got <- task.ID
+					}
+				}
+			})
+		}
+		defer func() { cancel(); wg.Wait() }()
+		waitForWaiters(t, q1, "jobs", 2)
+		waitForWaiters(t, q2, "jobs", 2)
+		for i := range tasks {
+			mustEnqueue(t, q1, "jobs", Item{ID: fmt.Sprint("x", i)})
+			select {
+			case <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("task %d not delivered", i)
+			}
+		}
+	})
+
 	t.Run("BlockingWakesWhenDelayedDue", func(t *testing.T) {
 		q := newTestQueue(t, newClient(t), Config{PollInterval: 30 * time.Second})
 		mustEnqueue(t, q, "jobs", Item{ID: "soon", At: time.Now().Add(300 * time.Millisecond)})
