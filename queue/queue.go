@@ -186,7 +186,9 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 
 // Ack removes tasks for good, whatever their live state (leased, ready or
 // delayed). Unknown ids are ignored, so Ack is idempotent; dead tasks are
-// left for Remove.
+// left for Remove. Ack does not ask who holds the lease: after a lease ran
+// out and another consumer took the task, the first consumer's Ack still
+// removes it (dagflow's fence in the database decides who owns a step).
 func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 	if err := checkIDs(queue, ids); err != nil || len(ids) == 0 {
 		return err
@@ -238,7 +240,9 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 }
 
 // Extend sets the lease deadline of a leased task to now+lease (the
-// heartbeat). It reports false if the task is not leased anymore.
+// heartbeat). It reports false if the task is not leased anymore. A lease
+// that ran out but was not reclaimed yet (by Dequeue or Sweep) can still
+// be extended: nobody else has the task.
 func (q *Queue) Extend(ctx context.Context, queue, id string, lease time.Duration) (bool, error) {
 	if err := checkIDs(queue, []string{id}); err != nil {
 		return false, err
