@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Clock tells the engine the time. The engine, its retries and its queue
+// never call time.Now directly, so tests can drive time (see enginetest).
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// SystemClock is the wall clock.
+var SystemClock Clock = systemClock{}
+
+// Config configures an Engine. Zero values mean the defaults documented on
+// each field; Store and Redis are required.
+type Config struct {
+	// Store is the durable state (MySQL, or SQLite for the embedded default).
+	Store persistence.Store
+	// Redis is the dispatch queue's client: single, Sentinel or Cluster.
+	Redis redis.UniversalClient
+	// Prefix namespaces every Redis key. Default "dagflow".
+	Prefix string
+	// Logger receives the engine's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Clock is the engine's time source. Default the wall clock.
+	Clock Clock
+	// Concurrency is how many steps this node runs at once. Default 10.
+	Concurrency int
+	// Queues are the queues this node's workers take steps from, in
+	// priority order. Default: every queue a registered workflow's steps
+	// use, in name order.
+	Queues []string
+	// NoWorkers makes a node that triggers runs and reconciles but runs no
+	// steps.
+	NoWorkers bool
+	// Lease is how long a claim holds a step without a heartbeat. Default 30s.
+	Lease time.Duration
+	// Heartbeat is how often a running step's lease is extended. Default
+	// Lease/3.
+	Heartbeat time.Duration
+	// ReconcileInterval is how often the reconciler compares the store with
+	// Redis. Default 2s. Negative disables the reconciler.
+	ReconcileInterval time.Duration
+	// PollInterval bounds how long an idle worker blocks before it looks at
+	// delayed tasks again. Default 1s.
+	PollInterval time.Duration
+	// DeliveryLimit dead-letters a step whose task was delivered more than
+	// this many times without an outcome (it keeps killing its workers).
+	// Default 10.
+	DeliveryLimit int
+	// NodeID identifies this process in attempts and logs. Default
+	// host-pid-random.
+	NodeID string
+	// Rand returns a uniform draw in [0,1) for backoff jitter. Default
+	// math/rand/v2.
+	Rand func() float64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "dagflow"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 10
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = c.Lease / 3
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = 2 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = 10
+	}
+	if c.NodeID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "node"
+		}
+		c.NodeID = fmt.Sprintf("%s-%d-%06x", host, os.Getpid(), rand.IntN(1<<24))
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("engine: Config.Store is required"))
+	}
+	if c.Redis == nil {
+		errs = append(errs, errors.New("engine: Config.Redis is required"))
+	}
+	if c.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.Concurrency %d is negative", c.Concurrency))
+	}
+	if c.Lease < time.Second/10 {
+		errs = append(errs, fmt.Errorf("engine: Config.Lease %v is under 100ms", c.Lease))
+	}
+	if c.Heartbeat <= 0 || c.Heartbeat >= c.Lease {
+		errs = append(errs, fmt.Errorf("engine: Config.Heartbeat %v must be positive and shorter than Lease %v", c.Heartbeat, c.Lease))
+	}
+	if c.DeliveryLimit < 1 {
+		errs = append(errs, fmt.Errorf("engine: Config.DeliveryLimit %d must be at least 1", c.DeliveryLimit))
+	}
+	if len(c.NodeID) > 128 {
+		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// DeadLetters lists dead steps (the dead-letter queue), newest first, with
+// their error and attempt count.
+func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
+	return e.store.StepListDead(ctx, p)
+}
+
+// RetryDead retries a dead step after its cause was fixed, resuming the run
+// from that step and keeping the outputs of the steps that completed.
+//
+// Only a run that failed because the step dead-lettered with nothing to
+// compensate can be resumed. When the run compensated (its completed steps
+// were undone) or is compensating, retrying would run later steps on top of
+// undone work, so it is refused with a *RetryRefusedError; trigger a new
+// run instead.
+func (e *Engine) RetryDead(ctx context.Context, runID, step string) error {
+	if e.stopped() {
+		return ErrStopped
+	}
+	run, err := e.store.RunGet(ctx, runID)
+	if err != nil {
+		return err
+	}
+	s, err := e.store.StepGet(ctx, runID, step)
+	if err != nil {
+		return err
+	}
+	if s.Status != persistence.StepDead {
+		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("step is %s, not dead", s.Status)}
+	}
+	switch run.Status {
+	case persistence.RunFailed:
+	case persistence.RunCompensating, persistence.RunCompensated:
+		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("run is %s: its completed steps are being or were undone", run.Status)}
+	default:
+		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("run is %s", run.Status)}
+	}
+	sts, err := e.store.StepList(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, x := range sts {
+		if x.Status == persistence.StepCompensationFailed || x.Status == persistence.StepCompensated || x.Status == persistence.StepCompensating {
+			return &RetryRefusedError{RunID: runID, Step: step, Reason: "run failed during compensation"}
+		}
+	}
+	queued, err := e.store.RunReopen(ctx, persistence.RunReopenParams{RunID: runID, Steps: []string{step}, Now: e.clock.Now()})
+	if err != nil {
+		if errors.Is(err, persistence.ErrInvalidTransition) || errors.Is(err, persistence.ErrRunFinished) {
+			return &RetryRefusedError{RunID: runID, Step: step, Reason: err.Error()}
+		}
+		return err
+	}
+	e.log.Info("dead step retried", "run_id", runID, "step", step)
+	return e.enqueueSteps(ctx, queued)
+}
+
+// DiscardDead removes a dead step from the dead-letter queue (it becomes
+// cancelled; its error stays in the history). The run is left as it is.
+func (e *Engine) DiscardDead(ctx context.Context, runID, step string) error {
+	changed, err := e.store.StepTransition(ctx, persistence.StepTransitionParams{
+		RunID: runID, Steps: []string{step},
+		From: []persistence.StepStatus{persistence.StepDead}, To: persistence.StepCancelled,
+		Now: e.clock.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	if len(changed) == 0 {
+		return fmt.Errorf("engine: run %s step %q: %w: not dead", runID, step, persistence.ErrInvalidTransition)
+	}
+	return nil
+}

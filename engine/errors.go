@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors callers branch on.
+var (
+	// ErrStopped is returned by calls made after Stop.
+	ErrStopped = errors.New("engine: stopped")
+	// ErrUnknownWorkflow is returned for a workflow that was not registered.
+	ErrUnknownWorkflow = errors.New("engine: unknown workflow")
+	// ErrDuplicateWorkflow is returned when a workflow name is registered twice.
+	ErrDuplicateWorkflow = errors.New("engine: workflow already registered")
+	// ErrRetryRefused is returned when a dead step cannot be retried.
+	ErrRetryRefused = errors.New("engine: retry refused")
+	// ErrInvalidInput is returned for an input that is not valid JSON.
+	ErrInvalidInput = errors.New("engine: invalid input")
+	// ErrAlreadyStarted is returned by a second Start.
+	ErrAlreadyStarted = errors.New("engine: already started")
+)
+
+// WorkflowError names the workflow an error is about.
+type WorkflowError struct {
+	Workflow string
+	Err      error
+}
+
+func (e *WorkflowError) Error() string {
+	return fmt.Sprintf("%v: %q", e.Err, e.Workflow)
+}
+
+// Unwrap returns the sentinel.
+func (e *WorkflowError) Unwrap() error { return e.Err }
+
+// RetryRefusedError says why a dead step cannot be retried.
+type RetryRefusedError struct {
+	RunID  string
+	Step   string
+	Reason string
+}
+
+func (e *RetryRefusedError) Error() string {
+	return fmt.Sprintf("engine: run %s step %q: retry refused: %s", e.RunID, e.Step, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrRetryRefused) true.
+func (e *RetryRefusedError) Unwrap() error { return ErrRetryRefused }

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/queue"
+)
+
+// reconcileBatch bounds each of the reconciler's store queries.
+const reconcileBatch = 500
+
+// The reconciler makes Redis rebuildable: every pass it reads from the
+// store what should be in Redis and enqueues it (enqueue is idempotent per
+// task id, so what is already there is left alone):
+//   - pending runs whose start time has come are started;
+//   - queued steps (and compensations waiting for a worker) that have been
+//     waiting longer than one interval;
+//   - retries that are due;
+//   - running steps whose lease expired (their worker died);
+//   - compensating runs, whose saga is advanced in case a crash
+//     interrupted it.
+//
+// Every node runs one; passes on several nodes at once are safe.
+func (e *Engine) reconcileLoop() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.cfg.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.fetchCtx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := e.Reconcile(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
+			e.log.Warn("reconcile pass failed", "err", err)
+		}
+	}
+}
+
+// ReconcileResult counts what one reconcile pass did.
+type ReconcileResult struct {
+	RunsStarted  int
+	Queued       int
+	RetriesDue   int
+	LeaseExpired int
+	Sagas        int
+}
+
+// Reconcile runs one reconcile pass now. The engine runs it every
+// ReconcileInterval; tools and tests may call it directly.
+func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	var r ReconcileResult
+	now := e.clock.Now()
+
+	due, err := e.store.RunListDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+	if err != nil {
+		return r, err
+	}
+	for _, run := range due {
+		queued, err := e.store.RunStart(ctx, persistence.RunStartParams{RunID: run.ID, Now: now})
+		if err != nil {
+			return r, err
+		}
+		r.RunsStarted++
+		e.enqueueSteps(ctx, queued)
+	}
+
+	// Steps queued less than one interval ago are most likely in Redis
+	// already (or being enqueued right now); leave them.
+	queued, err := e.store.StepListQueued(ctx, persistence.ListDueParams{Before: now.Add(-e.cfg.ReconcileInterval), Limit: reconcileBatch})
+	if err != nil {
+		return r, err
+	}
+	r.Queued = e.requeue(ctx, queued, now, false)
+
+	retries, err := e.store.StepListRetryDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+	if err != nil {
+		return r, err
+	}
+	r.RetriesDue = e.requeue(ctx, retries, now, false)
+
+	expired, err := e.store.StepListLeaseExpired(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+	if err != nil {
+		return r, err
+	}
+	r.LeaseExpired = e.requeue(ctx, expired, now, true)
+
+	page, err := e.store.RunList(ctx, persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunCompensating}, Limit: reconcileBatch})
+	if err != nil {
+		return r, err
+	}
+	for _, run := range page.Runs {
+		e.advanceSagaRun(ctx, run)
+		r.Sagas++
+	}
+
+	for name := range e.allQueues() {
+		if _, err := e.q.Sweep(ctx, name, reconcileBatch); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// requeue enqueues the task each step is waiting for. For a step whose
+// lease expired the task is the lost attempt's own id (it may still be in
+// Redis, leased); otherwise it is the next attempt's.
+func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now time.Time, expired bool) int {
+	byQueue := map[string][]queue.Item{}
+	for _, s := range sts {
+		ref := taskRef{RunID: s.RunID, Step: s.Step}
+		switch {
+		case s.Status == persistence.StepCompensating:
+			ref.Compensation = true
+			ref.Attempt = s.CompAttempt + 1
+			if expired {
+				ref.Attempt = max(s.CompAttempt, 1)
+			}
+		case expired:
+			ref.Attempt = max(s.Attempt, 1)
+		default:
+			ref.Attempt = s.Attempt + 1
+		}
+		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: now})
+	}
+	n := 0
+	for name, items := range byQueue {
+		added, err := e.q.Enqueue(ctx, name, items...)
+		if err != nil {
+			e.log.Warn("reconcile: enqueue failed", "queue", name, "err", err)
+			continue
+		}
+		for _, a := range added {
+			if a {
+				n++
+			}
+		}
+	}
+	e.stats.reconciled.Add(int64(n))
+	return n
+}
+
+func (e *Engine) allQueues() map[string]bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make(map[string]bool, len(e.queues))
+	for k := range e.queues {
+		out[k] = true
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
+	"github.com/dagflow/dagflow/persistence/sqlite"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// TestRedisFlushMidRunAllRunsFinish wipes Redis while 200 runs are in
+// flight: the reconciler rebuilds the queues from the store.
+func TestRedisFlushMidRunAllRunsFinish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	run := func(t *testing.T, o enginetest.Options, flush func(env *enginetest.Env)) {
+		r := &recorder{}
+		o.Workflows = []*dag.Workflow{orderWorkflow(t, r, "order", 20*time.Millisecond, nil, false, nil)}
+		o.Clock = engine.SystemClock
+		o.Configure = func(c *engine.Config) {
+			c.Concurrency = 8
+			c.ReconcileInterval = 200 * time.Millisecond
+		}
+		env := enginetest.New(t, o)
+		const n = 200
+		// Flush once some steps are done and many are queued or running.
+		flushed := make(chan string, 1)
+		go func() {
+			for env.Engine.Stats().StepsSucceeded < n/2 {
+				time.Sleep(time.Millisecond)
+			}
+			before, _ := env.Engine.Queue().Stats(context.Background(), "default")
+			flush(env)
+			flushed <- fmt.Sprintf("flushed with %+v in Redis; engine stats %+v", before, env.Engine.Stats())
+		}()
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = env.Trigger(t, "order", map[string]int{"i": i})
+		}
+		select {
+		case msg := <-flushed:
+			t.Log(msg)
+		case <-time.After(time.Minute):
+			t.Fatal("no flush within a minute")
+		}
+		for _, id := range ids {
+			info := env.WaitTimeout(t, id, 2*time.Minute)
+			env.AssertRun(t, info, persistence.RunSucceeded)
+			for _, s := range []string{"reserve", "notify", "points", "ship"} {
+				if got := successes(info, s); got != 1 {
+					t.Fatalf("run %s step %s: %d successes recorded, want 1", id, s, got)
+				}
+			}
+		}
+		if env.Engine.Stats().Reconciled == 0 {
+			t.Errorf("the reconciler re-enqueued nothing; the flush did not hit in-flight work")
+		}
+	}
+	t.Run("sqlite+miniredis", func(t *testing.T) {
+		run(t, enginetest.Options{}, func(env *enginetest.Env) { env.Miniredis.FlushAll() })
+	})
+	t.Run("mysql+redis", func(t *testing.T) {
+		srv := testenv.StartRedis(t) // a private Redis: the shared one is never flushed
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+		t.Cleanup(func() { c.Close() })
+		st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		run(t, enginetest.Options{Store: st, Redis: c}, func(env *enginetest.Env) {
+			if err := c.FlushAll(context.Background()).Err(); err != nil {
+				t.Errorf("flushall on the private redis: %v", err)
+			}
+		})
+	})
+}
+
+func TestTriggerTxCommitsWithCallersTransaction(t *testing.T) {
+	cases := []struct {
+		name  string
+		store func(t *testing.T) (persistence.Store, func(ctx context.Context) (txLike, error))
+	}{
+		{"sqlite", func(t *testing.T) (persistence.Store, func(ctx context.Context) (txLike, error)) {
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/tx.db", AutoMigrate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st, func(ctx context.Context) (txLike, error) { return st.DB().BeginTx(ctx, nil) }
+		}},
+		{"mysql", func(t *testing.T) (persistence.Store, func(ctx context.Context) (txLike, error)) {
+			st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st, func(ctx context.Context) (txLike, error) { return st.DB().BeginTx(ctx, nil) }
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, begin := tc.store(t)
+			r := &recorder{}
+			env := enginetest.New(t, enginetest.Options{
+				Store: st, Clock: engine.SystemClock,
+				Workflows: []*dag.Workflow{orderWorkflow(t, r, "order", 0, nil, false, nil)},
+			})
+			ctx := context.Background()
+
+			tx, err := begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rolledBack, err := env.Engine.TriggerTx(ctx, tx, "order", map[string]int{"order": 1})
+			if err != nil {
+				t.Fatalf("TriggerTx: %v", err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.RunGet(ctx, rolledBack); !errors.Is(err, persistence.ErrRunNotFound) {
+				t.Fatalf("run of a rolled-back TriggerTx: err = %v, want ErrRunNotFound", err)
+			}
+
+			tx, err = begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			committed, err := env.Engine.TriggerTx(ctx, tx, "order", map[string]int{"order": 2})
+			if err != nil {
+				t.Fatalf("TriggerTx: %v", err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			// No Dispatch call: the reconciler must find the committed run.
+			info := env.Wait(t, committed)
+			env.AssertRun(t, info, persistence.RunSucceeded)
+			if got := len(r.find("reserve", false)); got != 1 {
+				t.Errorf("reserve ran %d times, want 1 (only the committed run)", got)
+			}
+		})
+	}
+}
+
+// txLike is *sql.Tx as the test uses it.
+type txLike interface {
+	persistence.DBTX
+	Commit() error
+	Rollback() error
+}
+
+func TestCancelStopsRun(t *testing.T) {
+	r := &recorder{}
+	wf := orderWorkflow(t, r, "order", 2*time.Second, nil, false, nil)
+	env := enginetest.New(t, enginetest.Options{Workflows: []*dag.Workflow{wf}, Clock: engine.SystemClock,
+		Configure: func(c *engine.Config) { c.Lease = time.Second; c.Heartbeat = 100 * time.Millisecond }})
+	id := env.Trigger(t, "order", nil)
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		info := mustGet(t, env.Engine, id)
+		s, _ := info.Step("reserve")
+		return s.Status == persistence.StepRunning
+	}, "reserve running")
+	if err := env.Engine.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	info := env.Wait(t, id)
+	env.AssertRun(t, info, persistence.RunCancelled)
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		s, _ := mustGet(t, env.Engine, id).Step("reserve")
+		return s.Status == persistence.StepCancelled
+	}, "running step cancelled")
+	for _, s := range []string{"notify", "points", "ship"} {
+		env.AssertStep(t, mustGet(t, env.Engine, id), s, persistence.StepCancelled)
+	}
+	if err := env.Engine.Cancel(context.Background(), id); !errors.Is(err, persistence.ErrRunFinished) {
+		t.Errorf("second cancel: err = %v, want ErrRunFinished", err)
+	}
+}
+
+// TestStopReleasesLeases stops a node while its step runs past the
+// shutdown deadline: another node takes the step at once, not after the
+// lease expires.
+func TestStopReleasesLeases(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	block := make(chan struct{})
+	slow := stepsFunc(func(ctx context.Context) error {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			select {
+			case <-block:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	wf2, err := dag.New("slow").Step("work", slow).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/stop.db", AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	lease := time.Minute // a takeover after the lease would time the test out
+	cfg := func(c *engine.Config) { c.Lease = lease; c.Heartbeat = time.Second }
+	a := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})
+	id := a.Trigger(t, "slow", nil)
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls == 1
+	}, "first attempt running")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := a.Engine.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop past its deadline: err = %v, want DeadlineExceeded", err)
+	}
+	if _, err := a.Engine.Trigger(context.Background(), "slow", nil); !errors.Is(err, engine.ErrStopped) {
+		t.Errorf("Trigger after Stop: err = %v, want ErrStopped", err)
+	}
+	start := time.Now()
+	enginetest.New(t, enginetest.Options{Store: st, Redis: a.Redis, Prefix: a.Prefix, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})
+	close(block)
+	info := a.WaitTimeout(t, id, 20*time.Second)
+	if info.Run.Status != persistence.RunSucceeded {
+		t.Fatalf("run %s after handover: %s", id, info.Run.Status)
+	}
+	if took := time.Since(start); took > lease/2 {
+		t.Errorf("handover took %v: the lease was not released", took)
+	}
+}
+
+// stepsFunc adapts a function of the context alone to a step handler.
+func stepsFunc(f func(ctx context.Context) error) steps.Handler {
+	return steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		return nil, f(ctx)
+	})
+}

@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// The saga: when a step dead-letters, the run becomes compensating (in
+// the same transaction as the dead letter) and its pending steps are
+// cancelled. advanceSaga then queues the compensation of every completed
+// step whose completed dependents are all compensated (dag decides the
+// order; independent branches run in parallel). Each compensation is a task
+// like a step, with its own retries. When every completed step is
+// compensated the run is compensated; a compensation that dead-letters
+// makes the run failed. advanceSaga is idempotent and safe to run from many
+// workers at once: every transition it makes is guarded in the store. The
+// reconciler calls it for compensating runs, so a crash between two
+// compensations never strands a run.
+
+// maybeAdvanceSaga advances the saga if the run is compensating.
+func (e *Engine) maybeAdvanceSaga(ctx context.Context, runID string) {
+	run, err := e.store.RunGet(context.WithoutCancel(ctx), runID)
+	if err != nil || run.Status != persistence.RunCompensating {
+		return
+	}
+	e.advanceSagaRun(ctx, run)
+}
+
+func (e *Engine) advanceSaga(ctx context.Context, runID string) {
+	run, err := e.store.RunGet(context.WithoutCancel(ctx), runID)
+	if err != nil {
+		e.log.Warn("saga: reading run failed; the reconciler will resume it", "run_id", runID, "err", err)
+		return
+	}
+	e.advanceSagaRun(ctx, run)
+}
+
+func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
+	ctx = context.WithoutCancel(ctx)
+	if run.Status != persistence.RunCompensating {
+		return
+	}
+	log := e.log.With("run_id", run.ID, "workflow", run.Workflow)
+	w := e.Workflow(run.Workflow)
+	if w == nil {
+		log.Warn("saga: workflow not registered on this node")
+		return
+	}
+	sts, err := e.store.StepList(ctx, run.ID)
+	if err != nil {
+		log.Warn("saga: listing steps failed; the reconciler will resume it", "err", err)
+		return
+	}
+	completed := map[string]bool{}
+	compensated := map[string]bool{}
+	status := map[string]persistence.StepStatus{}
+	inFlight := false
+	var failed []string
+	for _, s := range sts {
+		status[s.Step] = s.Status
+		d := w.Step(s.Step)
+		switch s.Status {
+		case persistence.StepSucceeded:
+			completed[s.Step] = true
+			if d == nil || d.Compensation == nil {
+				compensated[s.Step] = true // nothing to undo
+			}
+		case persistence.StepCompensating:
+			completed[s.Step] = true
+		case persistence.StepCompensated:
+			completed[s.Step] = true
+			compensated[s.Step] = true
+		case persistence.StepCompensationFailed:
+			completed[s.Step] = true
+			failed = append(failed, s.Step)
+		case persistence.StepRunning:
+			// Still running forward: it may succeed and need undoing, so
+			// it holds back the compensation of what it depends on.
+			completed[s.Step] = true
+			inFlight = true
+		}
+	}
+	if len(failed) > 0 {
+		_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+			RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
+			Error: fmt.Sprintf("%s; compensation failed for step(s) %s", run.Error, strings.Join(failed, ", ")),
+			Now:   e.clock.Now(),
+		})
+		if err != nil && !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
+			log.Warn("saga: marking run failed failed", "err", err)
+		} else if err == nil {
+			log.Warn("run failed: a compensation dead-lettered", "steps", failed)
+		}
+		return
+	}
+	var toQueue []string
+	for _, name := range w.CompensationReady(completed, compensated) {
+		if status[name] == persistence.StepSucceeded {
+			toQueue = append(toQueue, name)
+		}
+	}
+	if len(toQueue) > 0 {
+		changed, err := e.store.StepTransition(ctx, persistence.StepTransitionParams{
+			RunID: run.ID, Steps: toQueue,
+			From: []persistence.StepStatus{persistence.StepSucceeded}, To: persistence.StepCompensating,
+			Now: e.clock.Now(),
+		})
+		if err != nil {
+			log.Warn("saga: queueing compensations failed; the reconciler will resume it", "err", err)
+			return
+		}
+		for _, s := range changed {
+			e.enqueue(ctx, s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}, e.clock.Now())
+		}
+		return
+	}
+	if inFlight {
+		return
+	}
+	for name := range completed {
+		if !compensated[name] {
+			return // compensations still running
+		}
+	}
+	_, err = e.store.RunTransition(ctx, persistence.RunTransitionParams{
+		RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunCompensated,
+		Now: e.clock.Now(),
+	})
+	if err == nil {
+		log.Info("run compensated")
+	} else if !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
+		log.Warn("saga: marking run compensated failed", "err", err)
+	}
+}
+
+// runCompensation executes one compensation attempt.
+func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef) bool {
+	res, ok, err := e.claim(ctx, ex, ref, []string{ref.Step})
+	if err != nil {
+		return false
+	}
+	if !ok {
+		return true
+	}
+	e.stats.compensations.Add(1)
+	attempt := res.Step.CompAttempt
+	log := e.log.With("run_id", ref.RunID, "workflow", res.Run.Workflow, "step", ref.Step, "compensation_attempt", attempt)
+	w := e.Workflow(res.Run.Workflow)
+	var sdef *dag.Step
+	if w != nil {
+		sdef = w.Step(ref.Step)
+	}
+	var herr error
+	switch {
+	case sdef == nil:
+		herr = fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
+	case sdef.Compensation == nil:
+		herr = steps.Permanent(fmt.Errorf("step %q has no compensation", ref.Step))
+	case attempt > sdef.Retry.MaxAttempts:
+		herr = steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
+	case ex.task.Deliveries > e.cfg.DeliveryLimit:
+		herr = steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d)", ex.task.Deliveries, e.cfg.DeliveryLimit))
+	}
+	if herr == nil {
+		sc := steps.Context{
+			RunID:          ref.RunID,
+			Workflow:       res.Run.Workflow,
+			Step:           ref.Step,
+			Attempt:        attempt,
+			IdempotencyKey: ref.RunID + "/" + ref.Step,
+			Compensation:   true,
+			Input:          json.RawMessage(res.Run.Input),
+			Outputs:        map[string]json.RawMessage{},
+			Metadata:       res.Run.Metadata,
+			Logger:         log,
+		}
+		for k, v := range res.Outputs {
+			sc.Outputs[k] = json.RawMessage(v)
+		}
+		_, herr = e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, sc)
+		if ex.released.Load() {
+			return true
+		}
+		if errors.Is(herr, errLeaseLost) {
+			e.stats.staleCompletions.Add(1)
+			return true
+		}
+	}
+	now := e.clock.Now()
+	if herr == nil {
+		_, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
+			RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Compensation: true, Now: now,
+		})
+		if errors.Is(err, persistence.ErrFenceMismatch) {
+			e.stats.staleCompletions.Add(1)
+			return true
+		}
+		if err != nil {
+			e.stats.errors.Add(1)
+			return false
+		}
+		log.Info("step compensated")
+		e.advanceSaga(ctx, ref.RunID)
+		return true
+	}
+	p := persistence.StepFailParams{
+		RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Error: errorText(herr), Compensation: true, Now: now,
+	}
+	max := dag.DefaultRetryPolicy().MaxAttempts
+	policy := dag.DefaultRetryPolicy()
+	if sdef != nil {
+		policy = sdef.Retry
+		max = policy.MaxAttempts
+	}
+	if !steps.IsPermanent(herr) && attempt < max {
+		delay := policy.Backoff(attempt, e.cfg.Rand())
+		if d, ok := steps.RetryDelay(herr); ok {
+			delay = d
+		}
+		at := now.Add(delay)
+		p.RetryAt = &at
+	}
+	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		return false
+	}
+	if p.RetryAt != nil {
+		log.Warn("compensation failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
+		e.enqueue(ctx, sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}, *p.RetryAt)
+		return true
+	}
+	log.Error("compensation dead-lettered", "err", firstLine(herr))
+	e.advanceSaga(ctx, ref.RunID)
+	return true
+}

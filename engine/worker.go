@@ -1,0 +1,671 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/queue"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// counters are the engine's running totals; see Stats.
+type counters struct {
+	runsCreated      atomic.Int64
+	stepsStarted     atomic.Int64
+	stepsSucceeded   atomic.Int64
+	stepsFailed      atomic.Int64
+	stepsDead        atomic.Int64
+	stepsSkipped     atomic.Int64
+	staleCompletions atomic.Int64
+	compensations    atomic.Int64
+	reconciled       atomic.Int64
+	errors           atomic.Int64
+}
+
+// Stats are an engine's running totals since New.
+type Stats struct {
+	RunsCreated    int64
+	StepsStarted   int64
+	StepsSucceeded int64
+	StepsFailed    int64 // failed attempts, retried or not
+	StepsDead      int64
+	StepsSkipped   int64
+	// StaleCompletions counts outcomes refused because the worker had lost
+	// its lease (a zombie worker's late result).
+	StaleCompletions int64
+	Compensations    int64
+	Reconciled       int64 // tasks the reconciler put back into Redis
+	Errors           int64 // store or Redis errors seen by workers
+	InFlight         int
+}
+
+// Stats returns the engine's running totals.
+func (e *Engine) Stats() Stats {
+	e.inflightMu.Lock()
+	n := len(e.inflight)
+	e.inflightMu.Unlock()
+	c := &e.stats
+	return Stats{
+		RunsCreated: c.runsCreated.Load(), StepsStarted: c.stepsStarted.Load(),
+		StepsSucceeded: c.stepsSucceeded.Load(), StepsFailed: c.stepsFailed.Load(),
+		StepsDead: c.stepsDead.Load(), StepsSkipped: c.stepsSkipped.Load(),
+		StaleCompletions: c.staleCompletions.Load(), Compensations: c.compensations.Load(),
+		Reconciled: c.reconciled.Load(), Errors: c.errors.Load(), InFlight: n,
+	}
+}
+
+// execution is one task being worked on by this node.
+type execution struct {
+	task     queue.Task
+	runID    string
+	step     string
+	fence    string
+	cancel   context.CancelCauseFunc
+	released atomic.Bool // Stop released the lease: record nothing
+}
+
+var (
+	errRunNotRunning = errors.New("engine: run is no longer running")
+	errLeaseLost     = errors.New("engine: lease lost to another worker")
+	errShutdown      = errors.New("engine: node shutting down")
+)
+
+// queueNames are the queues this node works: Config.Queues, or else every
+// queue of the registered workflows.
+func (e *Engine) queueNames() []string {
+	if len(e.cfg.Queues) > 0 {
+		return e.cfg.Queues
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	names := make([]string, 0, len(e.queues))
+	for n := range e.queues {
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return []string{dag.DefaultQueueName}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// fetchLoop takes tasks from Redis while slots are free and runs each in
+// its own goroutine.
+func (e *Engine) fetchLoop() {
+	defer e.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		// Wait for at least one free slot.
+		select {
+		case e.slots <- struct{}{}:
+		case <-e.fetchCtx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < cap(e.slots) && free < 64 {
+			select {
+			case e.slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		tasks, err := e.q.Dequeue(e.fetchCtx, queue.DequeueParams{
+			Queues: e.queueNames(),
+			Max:    free,
+			Lease:  e.cfg.Lease,
+		})
+		for i := len(tasks); i < free; i++ {
+			<-e.slots
+		}
+		if err != nil {
+			if e.fetchCtx.Err() != nil {
+				return
+			}
+			e.stats.errors.Add(1)
+			e.log.Warn("dequeue failed", "err", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-e.fetchCtx.Done():
+				t.Stop()
+				return
+			}
+			if backoff < time.Second {
+				backoff *= 2
+			}
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		for _, t := range tasks {
+			e.handlers.Add(1)
+			go func(t queue.Task) {
+				defer func() { <-e.slots; e.handlers.Done() }()
+				e.process(t)
+			}(t)
+		}
+	}
+}
+
+// process runs one task to an outcome and acks it.
+func (e *Engine) process(t queue.Task) {
+	ctx := e.runCtx
+	ref, err := parseTaskID(t.ID)
+	if err != nil {
+		e.log.Error("dropping malformed task", "task", t.ID, "err", err)
+		e.ack(t)
+		return
+	}
+	ex := &execution{task: t, runID: ref.RunID, step: ref.Step}
+	e.inflightMu.Lock()
+	e.inflight[t.ID] = ex
+	e.inflightMu.Unlock()
+	defer func() {
+		e.inflightMu.Lock()
+		delete(e.inflight, t.ID)
+		e.inflightMu.Unlock()
+	}()
+	var done bool
+	if ref.Compensation {
+		done = e.runCompensation(ctx, ex, ref)
+	} else {
+		done = e.runStep(ctx, ex, ref)
+	}
+	if ex.released.Load() {
+		return
+	}
+	if done {
+		e.ack(t)
+		return
+	}
+	// The store could not be reached: try the task again soon. If even
+	// Redis fails, the lease expires and the task comes back anyway.
+	if err := e.q.Retry(context.WithoutCancel(ctx), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
+		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
+	}
+}
+
+func (e *Engine) ack(t queue.Task) {
+	if err := e.q.Ack(context.WithoutCancel(e.runCtx), t.Queue, t.ID); err != nil {
+		// The task comes back after its lease; the store's claim drops it.
+		e.log.Warn("ack failed", "task", t.ID, "err", err)
+	}
+}
+
+// claim takes a step in the store. ok is false when the task is stale
+// (someone else owns the step, or it is finished); err is set when the
+// store could not be asked.
+func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutputs []string) (persistence.StepClaimResult, bool, error) {
+	fence := uuid.NewString()
+	e.inflightMu.Lock()
+	ex.fence = fence
+	e.inflightMu.Unlock()
+	now := e.clock.Now()
+	res, err := e.store.StepClaim(ctx, persistence.StepClaimParams{
+		RunID:        ref.RunID,
+		Step:         ref.Step,
+		Compensation: ref.Compensation,
+		Fence:        fence,
+		Worker:       e.cfg.NodeID,
+		LeaseUntil:   now.Add(e.cfg.Lease),
+		Now:          now,
+		WithOutputs:  withOutputs,
+	})
+	switch {
+	case err == nil:
+		return res, true, nil
+	case errors.Is(err, persistence.ErrNotClaimable), errors.Is(err, persistence.ErrStepNotFound),
+		errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrRunFinished):
+		return res, false, nil
+	default:
+		e.stats.errors.Add(1)
+		e.log.Warn("claim failed", "run_id", ref.RunID, "step", ref.Step, "err", err)
+		return res, false, err
+	}
+}
+
+// runStep executes a forward attempt. It returns false when the task
+// should be tried again because the store was unreachable.
+func (e *Engine) runStep(ctx context.Context, ex *execution, ref taskRef) bool {
+	res, ok, err := e.claim(ctx, ex, ref, nil)
+	if err != nil {
+		return false
+	}
+	if !ok {
+		return true
+	}
+	e.stats.stepsStarted.Add(1)
+	log := e.log.With("run_id", ref.RunID, "workflow", res.Run.Workflow, "step", ref.Step, "attempt", res.Step.Attempt)
+	w := e.Workflow(res.Run.Workflow)
+	var sdef *dag.Step
+	if w != nil {
+		sdef = w.Step(ref.Step)
+	}
+	if sdef == nil {
+		// Another node may know the workflow; retry like a failure.
+		err := fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
+		return e.stepFailed(ctx, ex, res, nil, w, err, log)
+	}
+	if res.Step.Attempt > res.Step.MaxAttempts {
+		err := steps.Permanent(fmt.Errorf("attempt %d exceeds the %d allowed: earlier attempts lost their worker", res.Step.Attempt, res.Step.MaxAttempts))
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
+	if ex.task.Deliveries > e.cfg.DeliveryLimit {
+		err := steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d): it may be killing its workers", ex.task.Deliveries, e.cfg.DeliveryLimit))
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
+
+	sc := steps.Context{
+		RunID:          ref.RunID,
+		Workflow:       res.Run.Workflow,
+		Step:           ref.Step,
+		Attempt:        res.Step.Attempt,
+		IdempotencyKey: ref.RunID + "/" + ref.Step,
+		Input:          json.RawMessage(res.Run.Input),
+		Metadata:       res.Run.Metadata,
+		Logger:         log,
+	}
+	if len(sdef.Deps) > 0 {
+		sts, err := e.store.StepList(ctx, ref.RunID)
+		if err != nil {
+			e.stats.errors.Add(1)
+			return false
+		}
+		sc.Outputs = map[string]json.RawMessage{}
+		outcomes := map[string]dag.Outcome{}
+		for _, s := range sts {
+			outcomes[s.Step] = outcomeOf(s.Status)
+			if s.Output != nil {
+				sc.Outputs[s.Step] = json.RawMessage(s.Output)
+			}
+		}
+		if w.ShouldSkip(ref.Step, outcomes) {
+			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
+		}
+	}
+	if sdef.When != "" {
+		run, err := sdef.EvalWhen(sc.Input, sc.Outputs)
+		if err != nil {
+			return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
+		}
+		if !run {
+			return e.stepSkipped(ctx, ex, res, "when is false", log)
+		}
+	}
+
+	out, herr := e.execute(ctx, ex, sdef.Handler, sdef.Timeout, sc)
+	if ex.released.Load() {
+		return true
+	}
+	if herr == nil {
+		return e.stepSucceeded(ctx, ex, res, out, log)
+	}
+	if errors.Is(herr, errRunNotRunning) || errors.Is(herr, errLeaseLost) {
+		return e.stepAborted(ctx, ex, res, herr, log)
+	}
+	return e.stepFailed(ctx, ex, res, sdef, w, herr, log)
+}
+
+func outcomeOf(s persistence.StepStatus) dag.Outcome {
+	switch s {
+	case persistence.StepSucceeded, persistence.StepCompensating, persistence.StepCompensated, persistence.StepCompensationFailed:
+		return dag.Succeeded
+	case persistence.StepSkipped:
+		return dag.Skipped
+	case persistence.StepDead, persistence.StepCancelled:
+		return dag.Failed
+	}
+	return dag.Pending
+}
+
+// execute runs a handler with the step's timeout while a heartbeat keeps
+// the lease; a lost lease or a run that stopped running cancels it.
+func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, timeout time.Duration, sc steps.Context) (json.RawMessage, error) {
+	hctx, cancel := context.WithCancelCause(ctx)
+	e.inflightMu.Lock()
+	ex.cancel = cancel
+	e.inflightMu.Unlock()
+	defer cancel(nil)
+	if timeout > 0 {
+		var c2 context.CancelFunc
+		hctx, c2 = context.WithTimeoutCause(hctx, timeout, fmt.Errorf("step %q timed out after %v", sc.Step, timeout))
+		defer c2()
+	}
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	go func() {
+		defer close(hbStopped)
+		e.heartbeat(hctx, ex, cancel, hbDone)
+	}()
+	out, err := steps.Call(hctx, h, sc)
+	close(hbDone)
+	<-hbStopped
+	if cause := context.Cause(hctx); err != nil && cause != nil && (errors.Is(cause, errRunNotRunning) || errors.Is(cause, errLeaseLost) || errors.Is(cause, errShutdown)) {
+		return nil, cause
+	}
+	if err == nil && hctx.Err() != nil && context.Cause(hctx) != nil && !errors.Is(context.Cause(hctx), context.Canceled) {
+		// The handler ignored its context and returned after the timeout:
+		// the attempt timed out.
+		return nil, context.Cause(hctx)
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		if cause := context.Cause(hctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}
+	if err == nil && len(out) > 0 && !json.Valid(out) {
+		err = steps.Permanent(fmt.Errorf("step %q returned output that is not valid JSON", sc.Step))
+	}
+	return out, err
+}
+
+// heartbeat extends the lease in the store and in Redis until done, and
+// cancels the handler when the lease is lost or the run stops running.
+func (e *Engine) heartbeat(ctx context.Context, ex *execution, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	t := time.NewTicker(e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := e.clock.Now()
+		err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+			RunID: ex.runID, Step: ex.step, Fence: ex.fence, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+		})
+		if errors.Is(err, persistence.ErrFenceMismatch) {
+			cancel(errLeaseLost)
+			return
+		}
+		if err != nil {
+			e.log.Warn("heartbeat failed", "run_id", ex.runID, "step", ex.step, "err", err)
+			continue
+		}
+		if _, err := e.q.Extend(ctx, ex.task.Queue, ex.task.ID, e.cfg.Lease); err != nil {
+			e.log.Debug("queue lease extend failed", "task", ex.task.ID, "err", err)
+		}
+		run, err := e.store.RunGet(ctx, ex.runID)
+		if err == nil && run.Status != persistence.RunRunning && run.Status != persistence.RunCompensating {
+			cancel(errRunNotRunning)
+			return
+		}
+	}
+}
+
+func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
+	Info(string, ...any)
+}) bool {
+	cres, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: out, Now: e.clock.Now(),
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		e.log.Warn("stale completion refused: the lease was taken over", "run_id", ex.runID, "step", ex.step, "attempt", res.Step.Attempt)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		e.log.Error("recording success failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	e.stats.stepsSucceeded.Add(1)
+	e.enqueueSteps(ctx, cres.Ready)
+	if cres.RunFinished {
+		log.Info("run succeeded")
+		return true
+	}
+	if len(cres.Ready) == 0 {
+		// The run may be compensating: this success needs undoing too.
+		e.maybeAdvanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence.StepClaimResult, why string, log interface {
+	Info(string, ...any)
+}) bool {
+	cres, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		return false
+	}
+	e.stats.stepsSkipped.Add(1)
+	log.Info("step skipped", "reason", why)
+	e.enqueueSteps(ctx, cres.Ready)
+	if !cres.RunFinished && len(cres.Ready) == 0 {
+		e.maybeAdvanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+// stepAborted records a step whose run stopped running (cancelled or
+// compensating) or whose lease was lost while its handler ran.
+func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence.StepClaimResult, why error, log interface {
+	Info(string, ...any)
+}) bool {
+	if errors.Is(why, errLeaseLost) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	_, err := e.store.StepTransition(context.WithoutCancel(ctx), persistence.StepTransitionParams{
+		RunID: ex.runID, Steps: []string{ex.step},
+		From: []persistence.StepStatus{persistence.StepRunning}, To: persistence.StepCancelled,
+		Error: why.Error(), Now: e.clock.Now(),
+	})
+	if err != nil {
+		e.stats.errors.Add(1)
+		return false
+	}
+	log.Info("step aborted", "reason", why)
+	e.maybeAdvanceSaga(ctx, ex.runID)
+	return true
+}
+
+// stepFailed records a failed attempt: a retry with backoff, or a dead
+// letter (and then the saga) when attempts are exhausted or the error is
+// permanent.
+func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, w *dag.Workflow, herr error, log interface {
+	Warn(string, ...any)
+}) bool {
+	e.stats.stepsFailed.Add(1)
+	now := e.clock.Now()
+	attempt := res.Step.Attempt
+	p := persistence.StepFailParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Error: errorText(herr), Now: now,
+	}
+	policy := dag.DefaultRetryPolicy()
+	if sdef != nil {
+		policy = sdef.Retry
+	}
+	dead := steps.IsPermanent(herr) || attempt >= res.Step.MaxAttempts
+	if !dead {
+		delay := policy.Backoff(attempt, e.cfg.Rand())
+		if d, ok := steps.RetryDelay(herr); ok {
+			delay = d
+		}
+		at := now.Add(delay)
+		p.RetryAt = &at
+	} else {
+		p.DeadRunStatus = persistence.RunFailed
+		p.DeadRunError = fmt.Sprintf("step %q dead after %d attempt(s): %s", ex.step, attempt, firstLine(herr))
+		if e.needsCompensation(ctx, ex.runID, ex.step, w) {
+			p.DeadRunStatus = persistence.RunCompensating
+		}
+	}
+	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		e.log.Error("recording failure failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	if p.RetryAt != nil {
+		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
+		e.enqueue(ctx, sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}, *p.RetryAt)
+		return true
+	}
+	e.stats.stepsDead.Add(1)
+	log.Warn("step dead-lettered", "err", firstLine(herr), "run_status", p.DeadRunStatus)
+	if p.DeadRunStatus == persistence.RunCompensating {
+		e.advanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+// needsCompensation reports whether a run has a step other than dead with
+// a compensation that succeeded or may still succeed (is running).
+func (e *Engine) needsCompensation(ctx context.Context, runID, dead string, w *dag.Workflow) bool {
+	if w == nil {
+		return false
+	}
+	any := false
+	for _, s := range w.Steps() {
+		if s.Compensation != nil {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return false
+	}
+	sts, err := e.store.StepList(ctx, runID)
+	if err != nil {
+		return true // compensating is the safe choice: the saga re-reads
+	}
+	for _, s := range sts {
+		d := w.Step(s.Step)
+		if s.Step != dead && d != nil && d.Compensation != nil && (s.Status == persistence.StepSucceeded || s.Status == persistence.StepRunning) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorText is what the history keeps of an error: its message, and the
+// stack of a panic.
+func errorText(err error) string {
+	var pe *steps.PanicError
+	if errors.As(err, &pe) {
+		return err.Error() + "\n" + string(pe.Stack)
+	}
+	return err.Error()
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// enqueueSteps puts the queued ones of sts (forward, attempt+1) into
+// Redis, grouped by queue. Failures are logged: the reconciler re-enqueues
+// from the store.
+func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) error {
+	byQueue := map[string][]queue.Item{}
+	for _, s := range sts {
+		if s.Status != persistence.StepQueued {
+			continue
+		}
+		ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
+		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String()})
+	}
+	names := make([]string, 0, len(byQueue))
+	for n := range byQueue {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var firstErr error
+	for _, n := range names {
+		if _, err := e.q.Enqueue(context.WithoutCancel(ctx), n, byQueue[n]...); err != nil {
+			e.stats.errors.Add(1)
+			e.log.Warn("enqueue failed; the reconciler will retry", "queue", n, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+func (e *Engine) enqueue(ctx context.Context, queueName string, ref taskRef, at time.Time) {
+	if _, err := e.q.Enqueue(context.WithoutCancel(ctx), queueName, queue.Item{ID: ref.String(), At: at}); err != nil {
+		e.stats.errors.Add(1)
+		e.log.Warn("enqueue failed; the reconciler will retry", "task", ref.String(), "err", err)
+	}
+}
+
+// releaseInflight gives back the leases of every running step at once (in
+// the store and in Redis), for a Stop whose deadline passed.
+func (e *Engine) releaseInflight() {
+	type held struct {
+		ex     *execution
+		fence  string
+		cancel context.CancelCauseFunc
+	}
+	e.inflightMu.Lock()
+	list := make([]held, 0, len(e.inflight))
+	for _, ex := range e.inflight {
+		list = append(list, held{ex, ex.fence, ex.cancel})
+	}
+	e.inflightMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, h := range list {
+		ex := h.ex
+		if h.fence == "" {
+			continue
+		}
+		ex.released.Store(true)
+		now := e.clock.Now()
+		// A lease that ends now lets the next claim take the step over
+		// at once.
+		if err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+			RunID: ex.runID, Step: ex.step, Fence: h.fence, LeaseUntil: now.Add(-time.Millisecond), Now: now,
+		}); err != nil {
+			e.log.Warn("lease release failed; it will expire", "run_id", ex.runID, "step", ex.step, "err", err)
+		}
+		if err := e.q.Release(ctx, ex.task.Queue, ex.task.ID); err != nil {
+			e.log.Warn("task release failed; its lease will expire", "task", ex.task.ID, "err", err)
+		}
+		if h.cancel != nil {
+			h.cancel(errShutdown)
+		}
+	}
+}
+
+// cancelLocal cancels this node's running steps of a run.
+func (e *Engine) cancelLocal(runID string) {
+	e.inflightMu.Lock()
+	defer e.inflightMu.Unlock()
+	for _, ex := range e.inflight {
+		if ex.runID == runID && ex.cancel != nil {
+			ex.cancel(errRunNotRunning)
+		}
+	}
+}
