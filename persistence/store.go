@@ -55,6 +55,13 @@ type Store interface {
 	// see StepClaimParams for the conditions. Exactly one of many
 	// concurrent callers succeeds; the others get ErrNotClaimable.
 	StepClaim(ctx context.Context, p StepClaimParams) (StepClaimResult, error)
+	// StepClaimMany claims several steps (forward attempts) in one
+	// transaction, all under one fence, lease and worker: the group commit
+	// of a worker that dequeued a batch. Each item is claimed or refused
+	// exactly as StepClaim would (the result carries the outputs of the
+	// step's dependencies); Outcomes[i] answers p.Items[i]. The error is
+	// for the batch as a whole (the store could not be asked).
+	StepClaimMany(ctx context.Context, p StepClaimManyParams) ([]StepClaimOutcome, error)
 	// StepHeartbeat extends the lease of the fence holder, or returns
 	// ErrFenceMismatch.
 	StepHeartbeat(ctx context.Context, p StepHeartbeatParams) error
@@ -66,6 +73,11 @@ type Store interface {
 	// transaction (RunFinished). A stale fence gives ErrFenceMismatch and
 	// changes nothing.
 	StepComplete(ctx context.Context, p StepCompleteParams) (StepCompleteResult, error)
+	// StepCompleteMany records several forward completions (successes and
+	// skips; Compensation must be false) in one transaction, each exactly
+	// as StepComplete would; Outcomes[i] answers ps[i]. The error is for
+	// the batch as a whole.
+	StepCompleteMany(ctx context.Context, ps []StepCompleteParams) ([]StepCompleteOutcome, error)
 	// StepFail records the failure of the fence holder's attempt: a retry
 	// at p.RetryAt, or dead (compensation_failed for a compensation) when
 	// RetryAt is nil. A stale fence gives ErrFenceMismatch.
@@ -164,7 +176,9 @@ type RunCreateResult struct {
 
 // RunListParams filter and page Store.RunList. Zero values mean no filter.
 type RunListParams struct {
-	Workflow      string
+	Workflow string
+	// Schedule lists only the runs started by the named schedule.
+	Schedule      string
 	Status        []RunStatus
 	CreatedAfter  time.Time
 	CreatedBefore time.Time
@@ -278,6 +292,37 @@ type StepCompleteResult struct {
 	Ready []StepRun // downstream steps this completion queued
 	// RunFinished is true when this completion moved the run to succeeded.
 	RunFinished bool
+	// RunStatus is the run's status after the completion (a forward
+	// completion of a compensating run needs the saga's attention).
+	RunStatus RunStatus
+}
+
+// StepClaimItem names one step to claim in StepClaimMany.
+type StepClaimItem struct {
+	RunID string
+	Step  string
+}
+
+// StepClaimManyParams are the arguments of Store.StepClaimMany.
+type StepClaimManyParams struct {
+	Items      []StepClaimItem
+	Fence      string // one fresh token for the batch; (run, step, fence) identifies each claim
+	Worker     string
+	LeaseUntil time.Time
+	Now        time.Time
+}
+
+// StepClaimOutcome is one item's answer in StepClaimMany: a result, or
+// the error StepClaim would have returned (ErrNotClaimable, ...).
+type StepClaimOutcome struct {
+	Result StepClaimResult
+	Err    error
+}
+
+// StepCompleteOutcome is one item's answer in StepCompleteMany.
+type StepCompleteOutcome struct {
+	Result StepCompleteResult
+	Err    error
 }
 
 // StepFailParams are the arguments of Store.StepFail.

@@ -25,22 +25,6 @@ func (s *Store) lockRun(ctx context.Context, q querier, runID string) (runLock, 
 	return r, err
 }
 
-// finishRunIfDone moves a running run whose steps are all succeeded or
-// skipped to succeeded. The caller holds the run's lock, so of two last
-// completions the second one sees the first's commit.
-func (s *Store) finishRunIfDone(ctx context.Context, q querier, runID string, now time.Time) (bool, error) {
-	var open int
-	if err := q.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM step_runs WHERE run_id = ? AND status NOT IN (?, ?)`),
-		runID, string(persistence.StepSucceeded), string(persistence.StepSkipped)).Scan(&open); err != nil {
-		return false, err
-	}
-	if open > 0 {
-		return false, nil
-	}
-	n, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ? AND status = ?`,
-		string(persistence.RunSucceeded), s.t(now), s.t(now), runID, string(persistence.RunRunning))
-	return n > 0, err
-}
 
 // failRun moves a running run to status (compensating or failed) with
 // msg, cancelling its pending steps, as StepFail's DeadRunStatus asks.

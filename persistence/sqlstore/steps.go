@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,8 +58,9 @@ func (s *Store) stepGet(ctx context.Context, q querier, runID, step string, lock
 	return rows[0], nil
 }
 
-// StepClaim implements persistence.Store with one conditional UPDATE (the
-// claim), then the run, the step and the requested outputs, and the
+// StepClaim implements persistence.Store. A forward claim is the one-item
+// case of StepClaimMany; a compensation claim is one conditional UPDATE
+// (the claim), then the run, the step and the requested outputs, and the
 // attempt row, in one transaction.
 func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (persistence.StepClaimResult, error) {
 	if err := stepRef(p.RunID, p.Step); err != nil {
@@ -73,33 +73,25 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 	if err := validToken("worker", p.Worker, MaxWorkerLen); err != nil {
 		return persistence.StepClaimResult{}, err
 	}
+	if !p.Compensation {
+		outs, err := s.claimMany(ctx, []claimItem{{stepKey: stepKey{p.RunID, p.Step}, outputs: p.WithOutputs}},
+			p.Fence, p.Worker, p.LeaseUntil, p.Now)
+		if err != nil {
+			return persistence.StepClaimResult{}, err
+		}
+		return outs[0].Result, wrap("step claim", outs[0].Err)
+	}
 	now, lease := norm(p.Now), norm(p.LeaseUntil)
 	var res persistence.StepClaimResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepClaimResult{}
-		var n int64
-		var err error
-		wantRun := persistence.RunRunning
-		kind := persistence.AttemptForward
-		if !p.Compensation {
-			n, err = s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
-				lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?
-				WHERE run_id = ? AND step = ? AND (status = ?
-					OR (status = ? AND next_attempt_at <= ?)
-					OR (status = ? AND lease_expires_at < ?))`,
-				string(persistence.StepRunning), p.Fence, s.t(lease), s.t(now), s.t(now),
-				p.RunID, p.Step, string(persistence.StepQueued),
-				string(persistence.StepRetrying), s.t(now),
-				string(persistence.StepRunning), s.t(now))
-		} else {
-			wantRun, kind = persistence.RunCompensating, persistence.AttemptCompensation
-			n, err = s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
-				lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
-				WHERE run_id = ? AND step = ? AND status = ?
-					AND (lease_expires_at IS NULL OR lease_expires_at < ?)
-					AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
-				p.Fence, s.t(lease), s.t(now), p.RunID, p.Step, string(persistence.StepCompensating), s.t(now), s.t(now))
-		}
+		wantRun, kind := persistence.RunCompensating, persistence.AttemptCompensation
+		n, err := s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
+			lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
+			WHERE run_id = ? AND step = ? AND status = ?
+				AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+				AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
+			p.Fence, s.t(lease), s.t(now), p.RunID, p.Step, string(persistence.StepCompensating), s.t(now), s.t(now))
 		if err != nil {
 			return err
 		}
@@ -224,105 +216,46 @@ func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompletePara
 		return persistence.StepCompleteResult{}, err
 	}
 	if !p.Compensation {
-		if err := s.validJSON(fmt.Sprintf("step %q output", p.Step), p.Output); err != nil {
+		outs, err := s.StepCompleteMany(ctx, []persistence.StepCompleteParams{p})
+		if err != nil {
 			return persistence.StepCompleteResult{}, err
 		}
+		return outs[0].Result, wrap("step complete", outs[0].Err)
 	}
 	now := norm(p.Now)
 	var res persistence.StepCompleteResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepCompleteResult{}
-		var run runLock
-		if !p.Compensation {
-			// Lock order everywhere: run, then step, then dependents. The
-			// run lock also serializes the "was this the last step?" check
-			// of concurrent completions.
-			var err error
-			if run, err = s.lockRun(ctx, q, p.RunID); err != nil {
-				if errors.Is(err, persistence.ErrRunNotFound) {
-					return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
-				}
-				return err
-			}
-		}
-		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, true)
 		if err != nil {
 			return err
 		}
-		status, outcome := persistence.StepSucceeded, persistence.OutcomeSucceeded
-		switch {
-		case p.Compensation:
-			status = persistence.StepCompensated
-		case p.Skipped:
-			status, outcome = persistence.StepSkipped, persistence.OutcomeSkipped
-		}
-		row.Status = string(status)
-		if !p.Compensation {
-			row.Output = nonEmpty(p.Output)
-		}
+		// The forward output stays: the compensation had it as input.
+		row.Status = string(persistence.StepCompensated)
 		row.Fence, row.LeaseExpiresAt, row.NextAttemptAt = "", nullTime{}, nullTime{}
 		row.Error.String, row.Error.Valid = "", false
 		row.FinishedAt = nullTime{T: now, Valid: true}
 		row.UpdatedAt = dbTime{now}
-		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, output = ?, error = NULL, fence = '',
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, error = NULL, fence = '',
 			lease_expires_at = NULL, next_attempt_at = NULL, finished_at = ?, updated_at = ?
 			WHERE run_id = ? AND step = ?`,
-			row.Status, nullBytes(row.Output), s.t(now), s.t(now), p.RunID, p.Step); err != nil {
+			row.Status, s.t(now), s.t(now), p.RunID, p.Step); err != nil {
 			return err
 		}
-		if err := s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, outcome, "", now); err != nil {
+		if err := s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeSucceeded, "", now); err != nil {
 			return err
 		}
 		res.Step = row.record()
-		if p.Compensation {
-			return nil
+		run, err := s.runGet(ctx, q, p.RunID, false)
+		if err != nil {
+			return err
 		}
-		if row.Dependents != "" {
-			if res.Ready, err = s.release(ctx, q, p.RunID, splitNames(row.Dependents), now); err != nil {
-				return err
-			}
-		}
-		if len(res.Ready) > 0 || run.Status != string(persistence.RunRunning) {
-			return nil
-		}
-		res.RunFinished, err = s.finishRunIfDone(ctx, q, p.RunID, now)
-		return err
+		res.RunStatus = run.Status
+		return nil
 	})
 	return res, wrap("step complete", err)
 }
 
-// release decrements the pending counters of a finished step's
-// dependents and queues those that reach zero.
-func (s *Store) release(ctx context.Context, q querier, runID string, dependents []string, now time.Time) ([]persistence.StepRun, error) {
-	slices.Sort(dependents)
-	args := append([]any{runID}, anys(dependents)...)
-	var rows []stepRow
-	if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
-		in(len(dependents))+`) ORDER BY step`+s.d.ForUpdate, args...); err != nil {
-		return nil, err
-	}
-	var ready []stepRow
-	var dec []any
-	for _, r := range rows {
-		if r.Status != string(persistence.StepWaiting) {
-			continue // cancelled, or queued by other means
-		}
-		if r.PendingDeps <= 1 {
-			ready = append(ready, r)
-		} else {
-			dec = append(dec, r.Step)
-		}
-	}
-	if len(dec) > 0 {
-		if _, err := s.exec(ctx, q, `UPDATE step_runs SET pending_deps = pending_deps - 1, updated_at = ?
-			WHERE run_id = ? AND step IN (`+in(len(dec))+`)`,
-			append([]any{s.t(now), runID}, dec...)...); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(ready, func(a, b stepRow) int { return cmp.Compare(a.Seq, b.Seq) })
-	return s.queueSteps(ctx, q, runID, ready, now)
-}
 
 func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence string, outcome persistence.AttemptOutcome, msg string, now time.Time) error {
 	_, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?

@@ -81,6 +81,9 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ConcurrentIdempotentCreate", s.testConcurrentCreate},
 		{"ConcurrentJoinRelease", s.testConcurrentJoin},
 		{"ConcurrentRunFinish", s.testConcurrentFinish},
+		{"StepClaimMany", s.testClaimMany},
+		{"StepCompleteMany", s.testCompleteMany},
+		{"ConcurrentCompleteMany", s.testConcurrentCompleteMany},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,482 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Group commit. A worker that dequeued a batch of tasks claims them in one
+// transaction, and completions from many workers are recorded in one
+// transaction, so that the commit (an fsync on MySQL) and the round trips
+// are paid once per batch instead of once per step. The single-step
+// StepClaim and StepComplete are the one-item case of the same code.
+//
+// Locking: claims lock the step rows they take; completions lock their
+// runs' rows, then every step row of those runs. Rows are always locked in
+// primary-key order (runs by id, steps by run_id, step), so batches that
+// overlap wait for each other instead of deadlocking; a deadlock victim is
+// retried by write().
+
+// maxBatch bounds the items of one batch call (placeholders stay well
+// under MySQL's 65,535).
+const maxBatch = 512
+
+// pairWhere returns "((run_id = ? AND step = ?) OR ...)" for n pairs.
+func pairWhere(n int) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(run_id = ? AND step = ?)")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+type stepKey struct{ run, step string }
+
+func pairArgs(keys []stepKey) []any {
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k.run, k.step)
+	}
+	return args
+}
+
+func sortKeys(keys []stepKey) {
+	slices.SortFunc(keys, func(a, b stepKey) int {
+		if c := strings.Compare(a.run, b.run); c != 0 {
+			return c
+		}
+		return strings.Compare(a.step, b.step)
+	})
+}
+
+// claimItem is one step to claim; deps asks for the outputs of the step's
+// dependencies, outputs for those of named steps.
+type claimItem struct {
+	stepKey
+	deps    bool
+	outputs []string
+}
+
+// StepClaimMany implements persistence.Store.
+func (s *Store) StepClaimMany(ctx context.Context, p persistence.StepClaimManyParams) ([]persistence.StepClaimOutcome, error) {
+	if len(p.Items) > maxBatch {
+		return nil, fmt.Errorf("sqlstore: step claim: %d items, over the batch limit of %d", len(p.Items), maxBatch)
+	}
+	items := make([]claimItem, len(p.Items))
+	for i, it := range p.Items {
+		items[i] = claimItem{stepKey: stepKey{it.RunID, it.Step}, deps: true}
+	}
+	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now)
+}
+
+func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time) ([]persistence.StepClaimOutcome, error) {
+	if err := validToken("fence", fence, MaxFenceLen); err != nil {
+		return nil, err
+	}
+	if err := validToken("worker", worker, MaxWorkerLen); err != nil {
+		return nil, err
+	}
+	now, lease := norm(now), norm(leaseUntil)
+	out := make([]persistence.StepClaimOutcome, len(items))
+	pre := make([]error, len(items))
+	var keys []stepKey
+	for i, it := range items {
+		if err := stepRef(it.run, it.step); err != nil {
+			out[i].Err, pre[i] = err, err
+			continue
+		}
+		keys = append(keys, it.stepKey)
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	sortKeys(keys)
+	keys = slices.Compact(keys)
+	err := s.write(ctx, func(q querier) error {
+		for i := range out {
+			out[i] = persistence.StepClaimOutcome{Err: pre[i]}
+		}
+		var rows []stepRow
+		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE `+pairWhere(len(keys))+
+			` ORDER BY run_id, step`+s.d.ForUpdate, pairArgs(keys)...); err != nil {
+			return err
+		}
+		byKey := make(map[stepKey]*stepRow, len(rows))
+		runIDs := make([]string, 0, len(rows))
+		for i := range rows {
+			r := &rows[i]
+			byKey[stepKey{r.RunID, r.Step}] = r
+			runIDs = append(runIDs, r.RunID)
+		}
+		slices.Sort(runIDs)
+		runIDs = slices.Compact(runIDs)
+		runs := map[string]persistence.Run{}
+		if len(runIDs) > 0 {
+			var rr []runRow
+			if err := s.selectAll(ctx, q, &rr, `SELECT `+runCols+` FROM workflow_runs WHERE id IN (`+in(len(runIDs))+`)`, anys(runIDs)...); err != nil {
+				return err
+			}
+			for _, r := range rr {
+				run, err := r.record()
+				if err != nil {
+					return err
+				}
+				runs[run.ID] = run
+			}
+		}
+		var claimed, takeovers []stepKey
+		var outKeys []stepKey
+		taken := map[stepKey]bool{}
+		for i, it := range items {
+			if out[i].Err != nil {
+				continue
+			}
+			r := byKey[it.stepKey]
+			if r == nil {
+				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, it.run, it.step)
+				continue
+			}
+			claimable := !taken[it.stepKey] && (r.Status == string(persistence.StepQueued) ||
+				(r.Status == string(persistence.StepRetrying) && r.NextAttemptAt.Valid && !r.NextAttemptAt.T.After(now)) ||
+				(r.Status == string(persistence.StepRunning) && r.LeaseExpiresAt.Valid && r.LeaseExpiresAt.T.Before(now)))
+			if !claimable {
+				out[i].Err = fmt.Errorf("%w: run %s step %q is %s", persistence.ErrNotClaimable, it.run, it.step, r.Status)
+				continue
+			}
+			run, ok := runs[it.run]
+			if !ok || run.Status != persistence.RunRunning {
+				out[i].Err = fmt.Errorf("%w: run %s is %s", persistence.ErrNotClaimable, it.run, run.Status)
+				continue
+			}
+			taken[it.stepKey] = true
+			claimed = append(claimed, it.stepKey)
+			if r.Attempt > 0 {
+				takeovers = append(takeovers, it.stepKey)
+			}
+			r.Status = string(persistence.StepRunning)
+			r.Attempt++
+			r.Fence = fence
+			r.LeaseExpiresAt = nullTime{T: lease, Valid: true}
+			r.NextAttemptAt = nullTime{}
+			if !r.StartedAt.Valid {
+				r.StartedAt = nullTime{T: now, Valid: true}
+			}
+			r.UpdatedAt = dbTime{now}
+			out[i].Result = persistence.StepClaimResult{Step: r.record(), Run: run}
+			names := it.outputs
+			if it.deps {
+				names = splitNames(r.Deps)
+			}
+			for _, n := range names {
+				if nameRE.MatchString(n) {
+					outKeys = append(outKeys, stepKey{it.run, n})
+				}
+			}
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now)}
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
+			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?
+			WHERE `+pairWhere(len(claimed)), append(args, pairArgs(claimed)...)...); err != nil {
+			return err
+		}
+		if len(takeovers) > 0 {
+			// Whoever held an earlier attempt that is still marked running
+			// lost it (its lease expired, or its step was aborted).
+			args := []any{string(persistence.OutcomeLost), s.t(now), string(persistence.AttemptForward), string(persistence.OutcomeRunning)}
+			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
+				WHERE kind = ? AND outcome = ? AND `+pairWhere(len(takeovers)), append(args, pairArgs(takeovers)...)...); err != nil {
+				return err
+			}
+		}
+		var ins strings.Builder
+		ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at) VALUES `)
+		iargs := make([]any, 0, 8*len(claimed))
+		for i, k := range claimed {
+			if i > 0 {
+				ins.WriteString(", ")
+			}
+			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			iargs = append(iargs, k.run, k.step, string(persistence.AttemptForward), byKey[k].Attempt, worker, fence,
+				string(persistence.OutcomeRunning), s.t(now))
+		}
+		if _, err := s.exec(ctx, q, ins.String(), iargs...); err != nil {
+			return err
+		}
+		if len(outKeys) == 0 {
+			return nil
+		}
+		sortKeys(outKeys)
+		outKeys = slices.Compact(outKeys)
+		var outs []struct {
+			RunID  string `db:"run_id"`
+			Step   string `db:"step"`
+			Output []byte `db:"output"`
+		}
+		if err := s.selectAll(ctx, q, &outs, `SELECT run_id, step, output FROM step_runs WHERE `+pairWhere(len(outKeys)),
+			pairArgs(outKeys)...); err != nil {
+			return err
+		}
+		found := map[stepKey][]byte{}
+		for _, o := range outs {
+			if len(o.Output) > 0 {
+				found[stepKey{o.RunID, o.Step}] = o.Output
+			}
+		}
+		for i, it := range items {
+			if out[i].Err != nil {
+				continue
+			}
+			names := it.outputs
+			if it.deps {
+				names = splitNames(byKey[it.stepKey].Deps)
+			}
+			for _, n := range names {
+				if b, ok := found[stepKey{it.run, n}]; ok {
+					if out[i].Result.Outputs == nil {
+						out[i].Result.Outputs = make(map[string][]byte, len(names))
+					}
+					out[i].Result.Outputs[n] = b
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("step claim", err)
+	}
+	return out, nil
+}
+
+// StepCompleteMany implements persistence.Store.
+func (s *Store) StepCompleteMany(ctx context.Context, ps []persistence.StepCompleteParams) ([]persistence.StepCompleteOutcome, error) {
+	if len(ps) > maxBatch {
+		return nil, fmt.Errorf("sqlstore: step complete: %d items, over the batch limit of %d", len(ps), maxBatch)
+	}
+	out := make([]persistence.StepCompleteOutcome, len(ps))
+	pre := make([]error, len(ps))
+	var runIDs []string
+	for i, p := range ps {
+		switch {
+		case p.Compensation:
+			pre[i] = fmt.Errorf("sqlstore: step complete: run %s step %q: a compensation cannot be completed in a batch", p.RunID, p.Step)
+		default:
+			if err := stepRef(p.RunID, p.Step); err != nil {
+				pre[i] = err
+			} else if err := s.validJSON(fmt.Sprintf("step %q output", p.Step), p.Output); err != nil {
+				pre[i] = err
+			}
+		}
+		if pre[i] == nil {
+			runIDs = append(runIDs, p.RunID)
+		}
+	}
+	slices.Sort(runIDs)
+	runIDs = slices.Compact(runIDs)
+	err := s.write(ctx, func(q querier) error {
+		for i := range out {
+			out[i] = persistence.StepCompleteOutcome{Err: pre[i]}
+		}
+		if len(runIDs) == 0 {
+			return nil
+		}
+		var locked []struct {
+			ID     string `db:"id"`
+			Status string `db:"status"`
+		}
+		if err := s.selectAll(ctx, q, &locked, `SELECT id, status FROM workflow_runs WHERE id IN (`+in(len(runIDs))+
+			`) ORDER BY id`+s.d.ForUpdate, anys(runIDs)...); err != nil {
+			return err
+		}
+		runStatus := make(map[string]string, len(locked))
+		for _, r := range locked {
+			runStatus[r.ID] = r.Status
+		}
+		var rows []stepRow
+		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id IN (`+in(len(runIDs))+
+			`) ORDER BY run_id, step`+s.d.ForUpdate, anys(runIDs)...); err != nil {
+			return err
+		}
+		byKey := make(map[stepKey]*stepRow, len(rows))
+		byRun := map[string][]*stepRow{}
+		for i := range rows {
+			r := &rows[i]
+			byKey[stepKey{r.RunID, r.Step}] = r
+			byRun[r.RunID] = append(byRun[r.RunID], r)
+		}
+		changed := map[stepKey]bool{}
+		type fenced struct {
+			stepKey
+			fence string
+		}
+		attempts := map[persistence.AttemptOutcome][]fenced{}
+		lastOfRun := map[string]int{}
+		var now time.Time
+		for i, p := range ps {
+			if out[i].Err != nil {
+				continue
+			}
+			k := stepKey{p.RunID, p.Step}
+			r := byKey[k]
+			if r == nil {
+				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
+				continue
+			}
+			if p.Fence == "" || r.Fence != p.Fence || r.Status != string(persistence.StepRunning) {
+				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, p.RunID, p.Step)
+				continue
+			}
+			if n := norm(p.Now); n.After(now) {
+				now = n
+			}
+			status, outcome := persistence.StepSucceeded, persistence.OutcomeSucceeded
+			if p.Skipped {
+				status, outcome = persistence.StepSkipped, persistence.OutcomeSkipped
+			}
+			r.Status = string(status)
+			r.Output = nonEmpty(p.Output)
+			r.Error.String, r.Error.Valid = "", false
+			r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
+			r.FinishedAt = nullTime{T: now, Valid: true}
+			r.UpdatedAt = dbTime{now}
+			changed[k] = true
+			attempts[outcome] = append(attempts[outcome], fenced{k, p.Fence})
+			res := persistence.StepCompleteResult{Step: r.record()}
+			for _, dn := range splitNames(r.Dependents) {
+				d := byKey[stepKey{p.RunID, dn}]
+				if d == nil || d.Status != string(persistence.StepWaiting) {
+					continue // cancelled, or queued by other means
+				}
+				d.UpdatedAt = dbTime{now}
+				changed[stepKey{p.RunID, dn}] = true
+				if d.PendingDeps <= 1 {
+					d.PendingDeps = 0
+					d.Status = string(persistence.StepQueued)
+					d.QueuedAt = nullTime{T: now, Valid: true}
+					res.Ready = append(res.Ready, d.record())
+				} else {
+					d.PendingDeps--
+				}
+			}
+			slices.SortFunc(res.Ready, func(a, b persistence.StepRun) int { return strings.Compare(a.Step, b.Step) })
+			out[i].Result = res
+			lastOfRun[p.RunID] = i
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		// Runs whose every step is now succeeded or skipped are finished.
+		var finished []string
+		for runID, i := range lastOfRun {
+			if runStatus[runID] != string(persistence.RunRunning) {
+				continue
+			}
+			done := true
+			for _, r := range byRun[runID] {
+				if r.Status != string(persistence.StepSucceeded) && r.Status != string(persistence.StepSkipped) {
+					done = false
+					break
+				}
+			}
+			if done {
+				finished = append(finished, runID)
+				runStatus[runID] = string(persistence.RunSucceeded)
+				out[i].Result.RunFinished = true
+			}
+		}
+		for i, p := range ps {
+			if out[i].Err == nil {
+				out[i].Result.RunStatus = persistence.RunStatus(runStatus[p.RunID])
+			}
+		}
+		if err := s.upsertSteps(ctx, q, byKey, changed); err != nil {
+			return err
+		}
+		for outcome, fs := range attempts {
+			var b strings.Builder
+			args := []any{string(outcome), s.t(now), string(persistence.OutcomeRunning)}
+			b.WriteString(`UPDATE step_attempts SET outcome = ?, finished_at = ? WHERE outcome = ? AND (`)
+			for j, f := range fs {
+				if j > 0 {
+					b.WriteString(" OR ")
+				}
+				b.WriteString("(run_id = ? AND step = ? AND fence = ?)")
+				args = append(args, f.run, f.step, f.fence)
+			}
+			b.WriteString(")")
+			if _, err := s.exec(ctx, q, b.String(), args...); err != nil {
+				return err
+			}
+		}
+		if len(finished) > 0 {
+			slices.Sort(finished)
+			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
+			if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
+				WHERE status = ? AND id IN (`+in(len(finished))+`)`, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("step complete", err)
+	}
+	return out, nil
+}
+
+// stepWriteCols are the step_runs columns a batch writes back.
+var stepWriteCols = []string{"status", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
+	"output", "error", "queued_at", "finished_at", "updated_at"}
+
+// upsertSteps writes the changed rows (all of them locked by the
+// transaction) back in one statement.
+func (s *Store) upsertSteps(ctx context.Context, q querier, byKey map[stepKey]*stepRow, changed map[stepKey]bool) error {
+	keys := make([]stepKey, 0, len(changed))
+	for k := range changed {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	var b strings.Builder
+	b.WriteString(`INSERT INTO step_runs (` + stepCols + `) VALUES `)
+	args := make([]any, 0, 21*len(keys))
+	for i, k := range keys {
+		r := byKey[k]
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Status, r.Deps, r.Dependents,
+			r.Attempt, r.MaxAttempts, r.PendingDeps, r.CompAttempt, r.Fence,
+			s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt), nullBytes(r.Output), nullStringNS(r.Error.String, r.Error.Valid),
+			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T))
+	}
+	b.WriteString(s.d.Upsert([]string{"run_id", "step"}, stepWriteCols))
+	_, err := s.exec(ctx, q, b.String(), args...)
+	return err
+}
+
+func (s *Store) nt(t nullTime) any {
+	if !t.Valid {
+		return nil
+	}
+	return s.t(t.T)
+}
+
+func nullStringNS(v string, valid bool) any {
+	if !valid {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,206 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// testClaimMany: one batch claims what is claimable and refuses the rest,
+// item by item, without one refusal spoiling the others.
+func (s *suite) testClaimMany(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	r1 := createRun(t, st, "wf", `{"n":1}`, "a", "b", "c:a,b")
+	r2 := createRun(t, st, "wf", `{"n":2}`, "a", "b:a")
+	id1, id2 := r1.Run.ID, r2.Run.ID
+	complete(t, st, id1, "a", claim(t, st, id1, "a", "f0", t0).Step.Fence, `{"a":1}`, at(time.Second))
+
+	outs, err := st.StepClaimMany(c, persistence.StepClaimManyParams{
+		Items: []persistence.StepClaimItem{
+			{RunID: id1, Step: "b"},  // queued: claimed
+			{RunID: id2, Step: "a"},  // queued: claimed
+			{RunID: id2, Step: "b"},  // waiting: refused
+			{RunID: id1, Step: "zz"}, // unknown
+			{RunID: id1, Step: "b"},  // twice in one batch: the second loses
+			{RunID: id1, Step: "a"},  // succeeded: refused
+		},
+		Fence: "batch1", Worker: "w", LeaseUntil: at(time.Minute), Now: at(2 * time.Second),
+	})
+	if err != nil {
+		t.Fatalf("StepClaimMany: %v", err)
+	}
+	if len(outs) != 6 {
+		t.Fatalf("%d outcomes, want 6", len(outs))
+	}
+	for i, want := range []error{nil, nil, persistence.ErrNotClaimable, persistence.ErrStepNotFound, persistence.ErrNotClaimable, persistence.ErrNotClaimable} {
+		if want == nil && outs[i].Err != nil || want != nil && !errors.Is(outs[i].Err, want) {
+			t.Errorf("item %d: err = %v, want %v", i, outs[i].Err, want)
+		}
+	}
+	if got := outs[0].Result; got.Step.Status != persistence.StepRunning || got.Step.Fence != "batch1" || got.Step.Attempt != 1 ||
+		string(got.Run.Input) != `{"n":1}` || got.Run.ID != id1 {
+		t.Errorf("claimed b = %+v", got)
+	}
+	if got := outs[1].Result; got.Run.ID != id2 || string(got.Run.Input) != `{"n":2}` {
+		t.Errorf("claimed run2 a = %+v", got)
+	}
+	// c depends on a and b: its claim (once b is done) carries a's output.
+	complete(t, st, id1, "b", "batch1", `{"b":2}`, at(3*time.Second))
+	outs, err = st.StepClaimMany(c, persistence.StepClaimManyParams{
+		Items: []persistence.StepClaimItem{{RunID: id1, Step: "c"}},
+		Fence: "batch2", Worker: "w", LeaseUntil: at(time.Minute), Now: at(4 * time.Second),
+	})
+	if err != nil || outs[0].Err != nil {
+		t.Fatalf("claim c: %v %v", err, outs[0].Err)
+	}
+	if diff := cmp.Diff(map[string][]byte{"a": []byte(`{"a":1}`), "b": []byte(`{"b":2}`)}, outs[0].Result.Outputs); diff != "" {
+		t.Errorf("dependency outputs (-want +got):\n%s", diff)
+	}
+	atts, err := st.AttemptList(c, id1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running int
+	for _, a := range atts {
+		if a.Outcome == persistence.OutcomeRunning {
+			running++
+			if a.Step != "c" || a.Worker != "w" {
+				t.Errorf("running attempt %+v", a)
+			}
+		}
+	}
+	if running != 1 {
+		t.Errorf("%d running attempts in run 1, want 1 (c)", running)
+	}
+	// A batch claim of a step of a run that is not running is refused.
+	id3 := createRun(t, st, "wf", "", "a", "b").Run.ID
+	claim(t, st, id3, "a", "f3", t0)
+	if _, err := st.RunTransition(c, persistence.RunTransitionParams{RunID: id3, From: []persistence.RunStatus{persistence.RunRunning},
+		To: persistence.RunCompensating, Now: at(5 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	outs, err = st.StepClaimMany(c, persistence.StepClaimManyParams{
+		Items: []persistence.StepClaimItem{{RunID: id3, Step: "b"}},
+		Fence: "batch3", Worker: "w", LeaseUntil: at(time.Minute), Now: at(6 * time.Second),
+	})
+	if err != nil || !errors.Is(outs[0].Err, persistence.ErrNotClaimable) {
+		t.Errorf("claim in a compensating run: %v / %v, want ErrNotClaimable", err, outs[0].Err)
+	}
+	if got := getStep(t, st, id3, "b"); got.Status != persistence.StepQueued {
+		t.Errorf("refused claim changed b: %+v", got)
+	}
+}
+
+// testCompleteMany: completions in one batch release a join step once,
+// finish the run once, and refuse stale fences item by item.
+func (s *suite) testCompleteMany(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	r := createRun(t, st, "wf", "", "a", "b", "c", "d:a,b,c")
+	id := r.Run.ID
+	other := createRun(t, st, "wf", "", "x").Run.ID
+	for _, step := range []string{"a", "b", "c"} {
+		claim(t, st, id, step, "f"+step, t0)
+	}
+	claim(t, st, other, "x", "fx", t0)
+	outs, err := st.StepCompleteMany(c, []persistence.StepCompleteParams{
+		{RunID: id, Step: "a", Fence: "fa", Output: []byte(`{"a":1}`), Now: at(time.Second)},
+		{RunID: id, Step: "b", Fence: "stale", Now: at(time.Second)},
+		{RunID: id, Step: "c", Fence: "fc", Skipped: true, Now: at(time.Second)},
+		{RunID: other, Step: "x", Fence: "fx", Output: []byte(`{"x":1}`), Now: at(time.Second)},
+		{RunID: id, Step: "b", Fence: "fb", Output: []byte(`not json`), Now: at(time.Second)},
+	})
+	if err != nil {
+		t.Fatalf("StepCompleteMany: %v", err)
+	}
+	if outs[0].Err != nil || outs[2].Err != nil || outs[3].Err != nil {
+		t.Fatalf("outcomes: %v / %v / %v", outs[0].Err, outs[2].Err, outs[3].Err)
+	}
+	if !errors.Is(outs[1].Err, persistence.ErrFenceMismatch) {
+		t.Errorf("stale fence: err = %v, want ErrFenceMismatch", outs[1].Err)
+	}
+	if !errors.Is(outs[4].Err, persistence.ErrInvalid) {
+		t.Errorf("invalid output: err = %v, want ErrInvalid", outs[4].Err)
+	}
+	if !outs[3].Result.RunFinished || outs[3].Result.RunStatus != persistence.RunSucceeded {
+		t.Errorf("last step of the other run: %+v, want the run finished", outs[3].Result)
+	}
+	if outs[0].Result.RunFinished || outs[0].Result.RunStatus != persistence.RunRunning {
+		t.Errorf("a: %+v, want the run still running", outs[0].Result)
+	}
+	if got := getStep(t, st, id, "b"); got.Status != persistence.StepRunning || got.Fence != "fb" {
+		t.Errorf("refused items changed b: %+v", got)
+	}
+	if got := getStep(t, st, id, "c"); got.Status != persistence.StepSkipped {
+		t.Errorf("c = %s, want skipped", got.Status)
+	}
+	if got := getStep(t, st, id, "d"); got.Status != persistence.StepWaiting || got.PendingDeps != 1 {
+		t.Errorf("d = %s with %d pending, want waiting with 1", got.Status, got.PendingDeps)
+	}
+	outs, err = st.StepCompleteMany(c, []persistence.StepCompleteParams{
+		{RunID: id, Step: "b", Fence: "fb", Now: at(2 * time.Second)},
+	})
+	if err != nil || outs[0].Err != nil {
+		t.Fatalf("complete b: %v %v", err, outs[0].Err)
+	}
+	if diff := cmp.Diff([]string{"d"}, names(outs[0].Result.Ready)); diff != "" {
+		t.Errorf("ready after b (-want +got):\n%s", diff)
+	}
+	outs, err = st.StepCompleteMany(c, []persistence.StepCompleteParams{{RunID: id, Step: "d", Fence: "f", Compensation: true}})
+	if err != nil || outs[0].Err == nil || !strings.Contains(outs[0].Err.Error(), "compensation") {
+		t.Errorf("compensation in a batch: %v / %v, want an error naming it", err, outs[0].Err)
+	}
+}
+
+// testConcurrentCompleteMany: siblings completed by concurrent batches
+// (each also carrying other runs' steps) release their join exactly once.
+func (s *suite) testConcurrentCompleteMany(t *testing.T, st persistence.Store) {
+	reps := 40
+	if testing.Short() {
+		reps = 5
+	}
+	for rep := range reps {
+		var ids []string
+		for range 4 {
+			r := createRun(t, st, "wf", "", "a", "b", "c:a,b")
+			for _, step := range []string{"a", "b"} {
+				claim(t, st, r.Run.ID, step, "f"+step, t0)
+			}
+			ids = append(ids, r.Run.ID)
+		}
+		var mu sync.Mutex
+		released := map[string]int{}
+		parallel(2, func(i int) {
+			step := string(rune('a' + i))
+			var ps []persistence.StepCompleteParams
+			for _, id := range ids {
+				ps = append(ps, persistence.StepCompleteParams{RunID: id, Step: step, Fence: "f" + step, Now: at(time.Second)})
+			}
+			outs, err := st.StepCompleteMany(ctx(t), ps)
+			if err != nil {
+				t.Errorf("rep %d: %v", rep, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range outs {
+				if o.Err != nil {
+					t.Errorf("rep %d: %v", rep, o.Err)
+				}
+				for _, rd := range o.Result.Ready {
+					released[rd.RunID+"/"+rd.Step]++
+				}
+			}
+		})
+		for _, id := range ids {
+			if released[id+"/c"] != 1 {
+				t.Fatalf("rep %d: run %s join released %d times, want 1", rep, id, released[id+"/c"])
+			}
+		}
+	}
+}
