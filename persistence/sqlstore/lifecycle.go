@@ -25,7 +25,6 @@ func (s *Store) lockRun(ctx context.Context, q querier, runID string) (runLock, 
 	return r, err
 }
 
-
 // failRun moves a running run to status (compensating or failed) with
 // msg, cancelling its pending steps, as StepFail's DeadRunStatus asks.
 func (s *Store) failRun(ctx context.Context, q querier, runID string, status persistence.RunStatus, msg string, now time.Time) error {

@@ -256,7 +256,6 @@ func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompletePara
 	return res, wrap("step complete", err)
 }
 
-
 func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence string, outcome persistence.AttemptOutcome, msg string, now time.Time) error {
 	_, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
 		WHERE run_id = ? AND step = ? AND fence = ? AND outcome = ?`,
