@@ -58,9 +58,11 @@ type Store interface {
 	// StepClaimMany claims several steps (forward attempts) in one
 	// transaction, all under one fence, lease and worker: the group commit
 	// of a worker that dequeued a batch. Each item is claimed or refused
-	// exactly as StepClaim would (the result carries the outputs of the
-	// step's dependencies); Outcomes[i] answers p.Items[i]. The error is
-	// for the batch as a whole (the store could not be asked).
+	// exactly as StepClaim would; the result carries the outputs and
+	// statuses of every step upstream of the claimed one (its
+	// dependencies, theirs, and so on). Outcomes[i] answers p.Items[i].
+	// The error is for the batch as a whole (the store could not be
+	// asked).
 	StepClaimMany(ctx context.Context, p StepClaimManyParams) ([]StepClaimOutcome, error)
 	// StepHeartbeat extends the lease of the fence holder, or returns
 	// ErrFenceMismatch.
@@ -260,7 +262,10 @@ type StepClaimParams struct {
 type StepClaimResult struct {
 	Step    StepRun
 	Run     Run
-	Outputs map[string][]byte // outputs of the steps in WithOutputs that have one
+	Outputs map[string][]byte // outputs of the steps in WithOutputs (StepClaimMany: upstream) that have one
+	// Upstream holds the statuses of every step upstream of the claimed
+	// one (StepClaimMany only).
+	Upstream map[string]StepStatus
 }
 
 // StepHeartbeatParams are the arguments of Store.StepHeartbeat.

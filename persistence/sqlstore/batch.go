@@ -135,7 +135,6 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			}
 		}
 		var claimed, takeovers []stepKey
-		var outKeys []stepKey
 		taken := map[stepKey]bool{}
 		for i, it := range items {
 			if out[i].Err != nil {
@@ -173,15 +172,6 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			}
 			r.UpdatedAt = dbTime{now}
 			out[i].Result = persistence.StepClaimResult{Step: r.record(), Run: run}
-			names := it.outputs
-			if it.deps {
-				names = splitNames(r.Deps)
-			}
-			for _, n := range names {
-				if nameRE.MatchString(n) {
-					outKeys = append(outKeys, stepKey{it.run, n})
-				}
-			}
 		}
 		if len(claimed) == 0 {
 			return nil
@@ -215,25 +205,33 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if _, err := s.exec(ctx, q, ins.String(), iargs...); err != nil {
 			return err
 		}
-		if len(outKeys) == 0 {
-			return nil
+		// Outputs (and statuses) of what each claimed step may read: every
+		// step upstream of it, or the named steps.
+		claimedRuns := make([]string, 0, len(claimed))
+		for _, k := range claimed {
+			claimedRuns = append(claimedRuns, k.run)
 		}
-		sortKeys(outKeys)
-		outKeys = slices.Compact(outKeys)
-		var outs []struct {
+		slices.Sort(claimedRuns)
+		claimedRuns = slices.Compact(claimedRuns)
+		var all []struct {
 			RunID  string `db:"run_id"`
 			Step   string `db:"step"`
+			Deps   string `db:"deps"`
+			Status string `db:"status"`
 			Output []byte `db:"output"`
 		}
-		if err := s.selectAll(ctx, q, &outs, `SELECT run_id, step, output FROM step_runs WHERE `+pairWhere(len(outKeys)),
-			pairArgs(outKeys)...); err != nil {
+		if err := s.selectAll(ctx, q, &all, `SELECT run_id, step, deps, status, output FROM step_runs WHERE run_id IN (`+
+			in(len(claimedRuns))+`)`, anys(claimedRuns)...); err != nil {
 			return err
 		}
-		found := map[stepKey][]byte{}
-		for _, o := range outs {
-			if len(o.Output) > 0 {
-				found[stepKey{o.RunID, o.Step}] = o.Output
-			}
+		type info struct {
+			deps   []string
+			status string
+			output []byte
+		}
+		steps := make(map[stepKey]info, len(all))
+		for _, r := range all {
+			steps[stepKey{r.RunID, r.Step}] = info{splitNames(r.Deps), r.Status, r.Output}
 		}
 		for i, it := range items {
 			if out[i].Err != nil {
@@ -241,14 +239,25 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			}
 			names := it.outputs
 			if it.deps {
-				names = splitNames(byKey[it.stepKey].Deps)
+				names = upstream(it.stepKey, func(k stepKey) []string { return steps[k].deps })
 			}
+			res := &out[i].Result
 			for _, n := range names {
-				if b, ok := found[stepKey{it.run, n}]; ok {
-					if out[i].Result.Outputs == nil {
-						out[i].Result.Outputs = make(map[string][]byte, len(names))
+				inf, ok := steps[stepKey{it.run, n}]
+				if !ok {
+					continue
+				}
+				if it.deps {
+					if res.Upstream == nil {
+						res.Upstream = make(map[string]persistence.StepStatus, len(names))
 					}
-					out[i].Result.Outputs[n] = b
+					res.Upstream[n] = persistence.StepStatus(inf.status)
+				}
+				if len(inf.output) > 0 {
+					if res.Outputs == nil {
+						res.Outputs = make(map[string][]byte, len(names))
+					}
+					res.Outputs[n] = inf.output
 				}
 			}
 		}
@@ -479,4 +488,23 @@ func nullStringNS(v string, valid bool) any {
 		return nil
 	}
 	return v
+}
+
+// upstream returns every step that k depends on, directly or not, in no
+// particular order.
+func upstream(k stepKey, deps func(stepKey) []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	stack := deps(k)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+		stack = append(stack, deps(stepKey{k.run, n})...)
+	}
+	return out
 }

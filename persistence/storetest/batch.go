@@ -78,6 +78,25 @@ func (s *suite) testClaimMany(t *testing.T, st persistence.Store) {
 	if running != 1 {
 		t.Errorf("%d running attempts in run 1, want 1 (c)", running)
 	}
+	// Upstream is transitive: c after b after a sees a's output too.
+	id4 := createRun(t, st, "wf", "", "a", "b:a", "c:b", "x").Run.ID
+	complete(t, st, id4, "a", claim(t, st, id4, "a", "fa4", t0).Step.Fence, `{"a":4}`, at(time.Second))
+	complete(t, st, id4, "b", claim(t, st, id4, "b", "fb4", t0).Step.Fence, "", at(time.Second))
+	complete(t, st, id4, "x", claim(t, st, id4, "x", "fx4", t0).Step.Fence, `{"x":4}`, at(time.Second))
+	outs, err = st.StepClaimMany(c, persistence.StepClaimManyParams{
+		Items: []persistence.StepClaimItem{{RunID: id4, Step: "c"}},
+		Fence: "batch4", Worker: "w", LeaseUntil: at(time.Minute), Now: at(2 * time.Second),
+	})
+	if err != nil || outs[0].Err != nil {
+		t.Fatalf("claim c: %v %v", err, outs[0].Err)
+	}
+	if diff := cmp.Diff(map[string][]byte{"a": []byte(`{"a":4}`)}, outs[0].Result.Outputs); diff != "" {
+		t.Errorf("upstream outputs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]persistence.StepStatus{"a": persistence.StepSucceeded, "b": persistence.StepSucceeded}, outs[0].Result.Upstream); diff != "" {
+		t.Errorf("upstream statuses (-want +got):\n%s", diff)
+	}
+
 	// A batch claim of a step of a run that is not running is refused.
 	id3 := createRun(t, st, "wf", "", "a", "b").Run.ID
 	claim(t, st, id3, "a", "f3", t0)
