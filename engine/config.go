@@ -56,6 +56,10 @@ type Config struct {
 	// ReconcileInterval is how often the reconciler compares the store with
 	// Redis. Default 2s. Negative disables the reconciler.
 	ReconcileInterval time.Duration
+	// ScheduleInterval is how often this node evaluates the schedules and
+	// starts the runs of due ticks. Default 1s. Negative: this node fires
+	// no schedules (Start still stores the ones it declares).
+	ScheduleInterval time.Duration
 	// PollInterval bounds how long an idle worker blocks before it looks at
 	// delayed tasks again. Default 1s.
 	PollInterval time.Duration

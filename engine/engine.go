@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/queue"
@@ -47,6 +48,13 @@ type Engine struct {
 
 	inflightMu sync.Mutex
 	inflight   map[string]*execution // by task id
+
+	// Schedules (schedule.go): declarations made before Start, and the
+	// cron scheduler, made on first use.
+	schedMu    sync.Mutex
+	schedDecls []persistence.Schedule
+	schedOnce  sync.Once
+	sched      *cron.Scheduler
 
 	stats counters
 }
@@ -142,14 +150,19 @@ func (e *Engine) Workflows() []string {
 	return names
 }
 
-// Start starts the workers and the reconciler. It returns at once; the
-// engine runs until Stop. ctx only bounds the start itself.
+// Start stores the declared schedules, then starts the workers, the
+// reconciler and the scheduler. It returns at once; the engine runs until
+// Stop. ctx only bounds the start itself.
 func (e *Engine) Start(ctx context.Context) error {
 	if !e.state.CompareAndSwap(0, 1) {
 		if e.state.Load() == 2 {
 			return ErrStopped
 		}
 		return ErrAlreadyStarted
+	}
+	if err := e.syncSchedules(ctx); err != nil {
+		e.state.Store(0)
+		return err
 	}
 	e.fetchCtx, e.fetchCancel = context.WithCancel(context.Background())
 	e.runCtx, e.runCancel = context.WithCancel(context.Background())
@@ -162,6 +175,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.reconcileLoop()
 	}
+	e.startScheduler()
 	e.log.Info("engine started", "concurrency", e.cfg.Concurrency, "queues", e.queueNames())
 	return nil
 }

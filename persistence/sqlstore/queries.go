@@ -93,6 +93,13 @@ func (s *Store) runListQuery(p persistence.RunListParams) (string, []any, int, e
 		where = append(where, "workflow = ?")
 		args = append(args, p.Workflow)
 	}
+	if p.Schedule != "" {
+		if err := validName("schedule name", p.Schedule); err != nil {
+			return "", nil, 0, err
+		}
+		where = append(where, "schedule = ?")
+		args = append(args, p.Schedule)
+	}
 	if len(p.Status) > 0 {
 		for _, st := range p.Status {
 			if !st.Valid() {

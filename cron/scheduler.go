@@ -1,0 +1,629 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Overlap is what a schedule does with a tick that comes while a run it
+// started earlier is unfinished.
+type Overlap string
+
+// Overlap policies.
+const (
+	// OverlapAllow starts a run for every tick, whatever is still running.
+	OverlapAllow Overlap = persistence.OverlapAllow
+	// OverlapSkip records the tick as skipped while a run of the schedule
+	// is unfinished.
+	OverlapSkip Overlap = persistence.OverlapSkip
+	// OverlapBufferOne keeps the first tick that comes while a run is
+	// unfinished (recorded as buffered) and starts it when that run
+	// finishes; later ticks in that time are skipped.
+	OverlapBufferOne Overlap = persistence.OverlapBufferOne
+)
+
+// CatchUp is what a schedule does with ticks that no node fired in time
+// (every node was down, or paused by a long stall): ticks more than the
+// scheduler's Grace late.
+type CatchUp string
+
+// Catch-up policies.
+const (
+	// CatchUpNone drops missed ticks.
+	CatchUpNone CatchUp = persistence.CatchUpNone
+	// CatchUpLatest starts one run for the most recent missed tick (when
+	// it is within the window and no tick is due on time).
+	CatchUpLatest CatchUp = persistence.CatchUpLatest
+	// CatchUpAll starts a run for every missed tick within the window,
+	// oldest first.
+	CatchUpAll CatchUp = persistence.CatchUpAll
+)
+
+// StartRequest asks a Starter for the run of one tick.
+type StartRequest struct {
+	Schedule string
+	Workflow string
+	Input    []byte // JSON, as stored with the schedule
+	Tick     time.Time
+	// IdempotencyKey is "schedule:<name>:<tick unix seconds>" for a tick
+	// (see Key), so that starting the same tick twice, on any node, gives
+	// the same run.
+	IdempotencyKey string
+}
+
+// Starter starts runs; the engine is one. It is all the scheduler knows of
+// the engine.
+type Starter interface {
+	// CanStart reports whether this node can start runs of workflow (it is
+	// registered here). Schedules of other workflows are left to the
+	// nodes that have them.
+	CanStart(workflow string) bool
+	// Start starts the run and returns its id. A repeated IdempotencyKey
+	// must return the existing run and start nothing.
+	Start(ctx context.Context, r StartRequest) (runID string, err error)
+}
+
+// Clock tells the scheduler the time (the engine's injected clock).
+type Clock interface {
+	Now() time.Time
+}
+
+// Config configures a Scheduler. Store, Starter and Clock are required.
+type Config struct {
+	Store   persistence.Store
+	Starter Starter
+	Clock   Clock
+	// Logger default slog.Default().
+	Logger *slog.Logger
+	// Grace is how late a tick may be handled and still count as on time;
+	// older unhandled ticks are missed and follow the catch-up policy.
+	// Default 10s. Keep it above the interval between passes.
+	Grace time.Duration
+	// MaxFiresPerPass bounds the ticks one pass handles per schedule (a
+	// long catch-up continues on the next passes). Default 100.
+	MaxFiresPerPass int
+}
+
+// Scheduler fires the stored schedules. Every engine node runs one; they
+// coordinate only through the store (see the package documentation).
+type Scheduler struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	specs  map[string]*Spec // by name + "\x00" + spec + "\x00" + tz
+	warned map[string]bool
+}
+
+// New returns a scheduler for cfg.
+func New(cfg Config) (*Scheduler, error) {
+	var errs []error
+	if cfg.Store == nil {
+		errs = append(errs, errors.New("cron: Config.Store is required"))
+	}
+	if cfg.Starter == nil {
+		errs = append(errs, errors.New("cron: Config.Starter is required"))
+	}
+	if cfg.Clock == nil {
+		errs = append(errs, errors.New("cron: Config.Clock is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	if cfg.MaxFiresPerPass <= 0 {
+		cfg.MaxFiresPerPass = 100
+	}
+	return &Scheduler{cfg: cfg, log: cfg.Logger, specs: map[string]*Spec{}, warned: map[string]bool{}}, nil
+}
+
+// Key returns the idempotency key of a schedule's tick:
+// "schedule:<name>:<tick unix seconds>".
+func Key(name string, tick time.Time) string {
+	return fmt.Sprintf("schedule:%s:%d", name, tick.Unix())
+}
+
+func (s *Scheduler) spec(sc persistence.Schedule) (*Spec, error) {
+	k := sc.Name + "\x00" + sc.Spec + "\x00" + sc.TimeZone
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp, ok := s.specs[k]; ok {
+		return sp, nil
+	}
+	sp, err := Parse(sc.Name, sc.Spec, sc.TimeZone)
+	if err != nil {
+		if !s.warned[k] {
+			s.warned[k] = true
+			s.log.Error("schedule not fired: invalid spec", "schedule", sc.Name, "err", err)
+		}
+		return nil, err
+	}
+	s.specs[k] = sp
+	return sp, nil
+}
+
+// Sync stores the declared schedules: each is created or updated (keeping
+// its last tick, paused flag and history, and clearing Disabled), and
+// every stored schedule not among them is disabled — kept with its
+// history, no longer fired. With no declarations Sync disables nothing,
+// so that nodes and tools that declare no schedules leave them alone.
+func (s *Scheduler) Sync(ctx context.Context, decls []persistence.Schedule) error {
+	now := s.cfg.Clock.Now()
+	declared := map[string]bool{}
+	for _, d := range decls {
+		if _, err := Parse(d.Name, d.Spec, d.TimeZone); err != nil {
+			return err
+		}
+		d.CreatedAt, d.UpdatedAt = now, now
+		if _, err := s.cfg.Store.ScheduleUpsert(ctx, d); err != nil {
+			return fmt.Errorf("cron: schedule %q: %w", d.Name, err)
+		}
+		declared[d.Name] = true
+	}
+	if len(decls) == 0 {
+		return nil
+	}
+	stored, err := s.cfg.Store.ScheduleList(ctx)
+	if err != nil {
+		return fmt.Errorf("cron: %w", err)
+	}
+	yes := true
+	for _, sc := range stored {
+		if declared[sc.Name] || sc.Disabled {
+			continue
+		}
+		if _, err := s.cfg.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: sc.Name, Disabled: &yes, Now: now}); err != nil {
+			return fmt.Errorf("cron: disable schedule %q: %w", sc.Name, err)
+		}
+		s.log.Warn("schedule is no longer declared: disabled", "schedule", sc.Name)
+	}
+	return nil
+}
+
+// PassResult counts what one pass did.
+type PassResult struct {
+	Fired    int // runs started (or found started) for ticks
+	Skipped  int // ticks skipped by the overlap policy
+	Buffered int // ticks buffered by buffer_one
+	Missed   int // missed ticks dropped by the catch-up policy
+}
+
+// Run runs a pass now and then every interval until ctx ends.
+func (s *Scheduler) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("schedule pass failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Pass evaluates every stored schedule once and handles its due ticks.
+// Passes on many nodes at once are safe. A schedule whose pass fails is
+// left for the next pass; the errors are joined.
+func (s *Scheduler) Pass(ctx context.Context) (PassResult, error) {
+	var res PassResult
+	list, err := s.cfg.Store.ScheduleList(ctx)
+	if err != nil {
+		return res, fmt.Errorf("cron: %w", err)
+	}
+	var errs []error
+	for _, sc := range list {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := s.handle(ctx, sc, &res); err != nil {
+			errs = append(errs, fmt.Errorf("cron: schedule %q: %w", sc.Name, err))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// handle runs the once-per-tick protocol for one schedule:
+//
+//  1. read the cursor (LastTick) from the store;
+//  2. for a tick to fire: start its run with the tick's idempotency key,
+//     record it in the history, then move the cursor to it with a
+//     compare-and-set;
+//  3. for a tick not to fire (missed, skipped, buffered): move the cursor
+//     first, then record the history row;
+//  4. stop at the first compare-and-set that fails: another node is ahead.
+func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *PassResult) error {
+	if !s.cfg.Starter.CanStart(sc.Workflow) {
+		return nil
+	}
+	spec, err := s.spec(sc)
+	if err != nil {
+		return nil // reported once by spec
+	}
+	now := s.cfg.Clock.Now()
+	cursor := sc.LastTick
+	if sc.Paused || sc.Disabled {
+		// Keep the cursor at the present, so that resuming does not fire
+		// the ticks of the pause.
+		p := spec.Prev(now)
+		if p.IsZero() || (cursor != nil && !p.After(*cursor)) {
+			return nil
+		}
+		_, err := s.advance(ctx, sc.Name, cursor, p, now)
+		return err
+	}
+	if Overlap(sc.Overlap) == OverlapBufferOne && cursor != nil {
+		if fired, err := s.fireBuffered(ctx, sc, spec, *cursor); err != nil {
+			return err
+		} else if fired {
+			res.Fired++
+		}
+	}
+	anchor := sc.CreatedAt
+	if cursor != nil {
+		anchor = *cursor
+	}
+	p := planTicks(spec, anchor, now, s.cfg.Grace, CatchUp(sc.CatchUp), sc.CatchUpWindow, s.cfg.MaxFiresPerPass)
+	if !p.skipTo.IsZero() {
+		ok, err := s.advance(ctx, sc.Name, cursor, p.skipTo, now)
+		if err != nil || !ok {
+			return err
+		}
+		reason := fmt.Sprintf("missed %d tick(s) from %s to %s (catch-up %s)", p.skipped,
+			p.skipFrom.UTC().Format(time.RFC3339), p.skipTo.UTC().Format(time.RFC3339), catchUpName(sc.CatchUp))
+		if p.skippedMore {
+			reason = fmt.Sprintf("missed %d or more ticks from %s to %s (catch-up %s)", p.skipped,
+				p.skipFrom.UTC().Format(time.RFC3339), p.skipTo.UTC().Format(time.RFC3339), catchUpName(sc.CatchUp))
+		}
+		s.record(ctx, sc.Name, p.skipTo, persistence.TickSkipped, "", reason, now)
+		s.log.Warn("schedule missed ticks", "schedule", sc.Name, "reason", reason)
+		res.Missed += p.skipped
+		t := p.skipTo
+		cursor = &t
+	}
+	for _, tick := range p.fire {
+		outcome, reason, err := s.decide(ctx, sc, spec, tick)
+		if err != nil {
+			return err
+		}
+		if outcome == persistence.TickFired {
+			runID, err := s.start(ctx, sc, tick)
+			if err != nil {
+				return err
+			}
+			s.record(ctx, sc.Name, tick, outcome, runID, reason, now)
+			ok, err := s.advance(ctx, sc.Name, cursor, tick, now)
+			if err != nil || !ok {
+				return err
+			}
+			res.Fired++
+		} else {
+			ok, err := s.advance(ctx, sc.Name, cursor, tick, now)
+			if err != nil || !ok {
+				return err
+			}
+			s.record(ctx, sc.Name, tick, outcome, "", reason, now)
+			if outcome == persistence.TickBuffered {
+				res.Buffered++
+			} else {
+				res.Skipped++
+			}
+		}
+		t := tick
+		cursor = &t
+	}
+	return nil
+}
+
+// start starts the run of a tick. A run that already holds the tick's key
+// with another input (the schedule's input changed in between) is the
+// tick's run: it is returned rather than an error that would hold the
+// schedule back forever.
+func (s *Scheduler) start(ctx context.Context, sc persistence.Schedule, tick time.Time) (string, error) {
+	runID, err := s.cfg.Starter.Start(ctx, StartRequest{Schedule: sc.Name, Workflow: sc.Workflow,
+		Input: sc.Input, Tick: tick, IdempotencyKey: Key(sc.Name, tick)})
+	var conflict *persistence.IdempotencyConflictError
+	if errors.As(err, &conflict) {
+		return conflict.RunID, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("start run for tick %s: %w", tick.UTC().Format(time.RFC3339), err)
+	}
+	return runID, nil
+}
+
+func catchUpName(c string) string {
+	if c == "" {
+		return string(CatchUpNone)
+	}
+	return c
+}
+
+func (s *Scheduler) advance(ctx context.Context, name string, from *time.Time, to, now time.Time) (bool, error) {
+	ok, err := s.cfg.Store.ScheduleAdvance(ctx, persistence.ScheduleAdvanceParams{Name: name, From: from, To: to, Now: now})
+	if err != nil {
+		return false, fmt.Errorf("advance to %s: %w", to.UTC().Format(time.RFC3339), err)
+	}
+	return ok, nil
+}
+
+// record appends to the history. A lost history row loses no run, so a
+// failure is logged rather than returned.
+func (s *Scheduler) record(ctx context.Context, name string, tick time.Time, outcome, runID, reason string, now time.Time) {
+	err := s.cfg.Store.ScheduleTickRecord(ctx, persistence.ScheduleTick{Schedule: name, Tick: tick,
+		Outcome: outcome, RunID: runID, Reason: reason, CreatedAt: now})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("schedule history not recorded", "schedule", name, "tick", tick, "outcome", outcome, "err", err)
+	}
+}
+
+// recentRuns is how many of a schedule's newest runs the overlap policies
+// look at for an unfinished one.
+const recentRuns = 10
+
+func (s *Scheduler) recent(ctx context.Context, name string) (latest *persistence.Run, open *persistence.Run, err error) {
+	page, err := s.cfg.Store.RunList(ctx, persistence.RunListParams{Schedule: name, Limit: recentRuns})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list runs: %w", err)
+	}
+	if len(page.Runs) == 0 {
+		return nil, nil, nil
+	}
+	latest = &page.Runs[0]
+	for i := range page.Runs {
+		if !page.Runs[i].Status.Terminal() {
+			return latest, &page.Runs[i], nil
+		}
+	}
+	return latest, nil, nil
+}
+
+// decide applies the overlap policy to a tick.
+func (s *Scheduler) decide(ctx context.Context, sc persistence.Schedule, spec *Spec, tick time.Time) (outcome, reason string, err error) {
+	switch Overlap(sc.Overlap) {
+	case OverlapSkip, OverlapBufferOne:
+	default:
+		return persistence.TickFired, "", nil
+	}
+	_, open, err := s.recent(ctx, sc.Name)
+	if err != nil || open == nil {
+		return persistence.TickFired, "", err
+	}
+	if Overlap(sc.Overlap) == OverlapBufferOne && spec.Next(open.CreatedAt).Equal(tick) {
+		return persistence.TickBuffered, fmt.Sprintf("run %s unfinished; starts when it finishes", open.ID), nil
+	}
+	return persistence.TickSkipped, fmt.Sprintf("run %s unfinished (overlap %s)", open.ID, sc.Overlap), nil
+}
+
+// fireBuffered starts the buffered tick of a buffer_one schedule once the
+// run it waited for has finished: the first tick after that run was
+// created, if it came (and was handled) before the run finished.
+func (s *Scheduler) fireBuffered(ctx context.Context, sc persistence.Schedule, spec *Spec, cursor time.Time) (bool, error) {
+	latest, open, err := s.recent(ctx, sc.Name)
+	if err != nil || latest == nil || open != nil || latest.FinishedAt == nil {
+		return false, err
+	}
+	tb := spec.Next(latest.CreatedAt)
+	if tb.IsZero() || tb.After(*latest.FinishedAt) || tb.After(cursor) {
+		return false, nil
+	}
+	runID, err := s.start(ctx, sc, tb)
+	if err != nil {
+		return false, err
+	}
+	s.record(ctx, sc.Name, tb, persistence.TickFired, runID,
+		fmt.Sprintf("buffered while run %s ran", latest.ID), s.cfg.Clock.Now())
+	return true, nil
+}
+
+// plan is what one pass does with a schedule's due ticks: drop the missed
+// ticks skipFrom..skipTo (skipped of them), then handle fire in order.
+type plan struct {
+	skipFrom, skipTo time.Time
+	skipped          int
+	skippedMore      bool // skipped is a lower bound
+	fire             []time.Time
+}
+
+// maxCount bounds the counting of missed ticks for the history message.
+const maxCount = 10000
+
+// planTicks splits the ticks after anchor and at or before now into missed
+// ticks to drop and ticks to handle, by the catch-up policy. A tick is
+// missed when it is more than grace before now.
+func planTicks(spec *Spec, anchor, now time.Time, grace time.Duration, policy CatchUp, window time.Duration, max int) plan {
+	var p plan
+	first := spec.Next(anchor)
+	if first.IsZero() || first.After(now) {
+		return p
+	}
+	cutoff := now.Add(-grace)
+	// firstAtOrAfter is the first tick at or after t (and after anchor).
+	firstAtOrAfter := func(t time.Time) time.Time {
+		if !t.After(anchor) {
+			return first
+		}
+		return spec.Next(t.Add(-time.Nanosecond))
+	}
+	inWindow := func(t time.Time) bool { return window <= 0 || !t.Before(now.Add(-window)) }
+	var from time.Time // first tick to handle; ticks before it are missed
+	switch {
+	case !first.Before(cutoff):
+		from = first
+	case policy == CatchUpAll:
+		from = first
+		if window > 0 {
+			from = firstAtOrAfter(now.Add(-window))
+		}
+	case policy == CatchUpLatest:
+		from = firstAtOrAfter(cutoff)
+		if from.IsZero() || from.After(now) {
+			if last := spec.Prev(cutoff.Add(-time.Nanosecond)); !last.IsZero() && last.After(anchor) && inWindow(last) {
+				from = last
+			}
+		}
+	default:
+		from = firstAtOrAfter(cutoff)
+	}
+	if from.IsZero() || from.After(now) {
+		p.skipTo = spec.Prev(now)
+	} else if from.After(first) {
+		p.skipTo = spec.Prev(from.Add(-time.Nanosecond))
+	}
+	if !p.skipTo.IsZero() {
+		p.skipFrom = first
+		for t := first; !t.IsZero() && !t.After(p.skipTo); t = spec.Next(t) {
+			if p.skipped == maxCount {
+				p.skippedMore = true
+				break
+			}
+			p.skipped++
+		}
+	}
+	for t := from; !t.IsZero() && !t.After(now) && len(p.fire) < max; t = spec.Next(t) {
+		p.fire = append(p.fire, t)
+	}
+	return p
+}
+
+// Info is a stored schedule with its next fire times.
+type Info struct {
+	persistence.Schedule
+	// Next are the next fire times after now (or after the last tick,
+	// when that is later), in the schedule's time zone; empty for a paused
+	// or disabled schedule.
+	Next []time.Time
+	// Err is set when the stored spec or time zone does not parse.
+	Err error
+}
+
+// List returns every stored schedule, by name, with its next n fire
+// times.
+func (s *Scheduler) List(ctx context.Context, n int) ([]Info, error) {
+	list, err := s.cfg.Store.ScheduleList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cron: %w", err)
+	}
+	now := s.cfg.Clock.Now()
+	out := make([]Info, len(list))
+	for i, sc := range list {
+		out[i] = s.info(sc, now, n)
+	}
+	return out, nil
+}
+
+// Get returns one schedule with its next n fire times; an unknown name
+// gives an error wrapping persistence.ErrScheduleNotFound.
+func (s *Scheduler) Get(ctx context.Context, name string, n int) (Info, error) {
+	sc, err := s.cfg.Store.ScheduleGet(ctx, name)
+	if err != nil {
+		return Info{}, fmt.Errorf("cron: %w", err)
+	}
+	return s.info(sc, s.cfg.Clock.Now(), n), nil
+}
+
+func (s *Scheduler) info(sc persistence.Schedule, now time.Time, n int) Info {
+	in := Info{Schedule: sc}
+	spec, err := Parse(sc.Name, sc.Spec, sc.TimeZone)
+	if err != nil {
+		in.Err = err
+		return in
+	}
+	if sc.Paused || sc.Disabled {
+		return in
+	}
+	from := now
+	if sc.LastTick != nil && sc.LastTick.After(from) {
+		from = *sc.LastTick
+	}
+	in.Next = spec.NextN(from, n)
+	return in
+}
+
+// Pause stops a schedule from firing until Resume; the ticks in between
+// are not caught up.
+func (s *Scheduler) Pause(ctx context.Context, name string) error {
+	yes := true
+	if _, err := s.cfg.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: name, Paused: &yes, Now: s.cfg.Clock.Now()}); err != nil {
+		return fmt.Errorf("cron: pause schedule %q: %w", name, err)
+	}
+	return nil
+}
+
+// Resume lets a paused schedule fire again, from its next tick after now.
+func (s *Scheduler) Resume(ctx context.Context, name string) error {
+	sc, err := s.cfg.Store.ScheduleGet(ctx, name)
+	if err != nil {
+		return fmt.Errorf("cron: resume schedule %q: %w", name, err)
+	}
+	now := s.cfg.Clock.Now()
+	if spec, err := Parse(sc.Name, sc.Spec, sc.TimeZone); err == nil {
+		// Move the cursor past the pause before unpausing, so that no
+		// node takes the paused ticks for missed ones. Losing the race to
+		// another node that moved it is fine.
+		if p := spec.Prev(now); !p.IsZero() && (sc.LastTick == nil || p.After(*sc.LastTick)) {
+			if _, err := s.advance(ctx, name, sc.LastTick, p, now); err != nil {
+				return fmt.Errorf("cron: resume schedule %q: %w", name, err)
+			}
+		}
+	}
+	no := false
+	if _, err := s.cfg.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: name, Paused: &no, Now: now}); err != nil {
+		return fmt.Errorf("cron: resume schedule %q: %w", name, err)
+	}
+	return nil
+}
+
+// ErrDisabled is returned by Trigger for a schedule that is no longer
+// declared.
+var ErrDisabled = errors.New("cron: schedule is disabled")
+
+// Trigger starts a run of the schedule now, outside its ticks and its
+// overlap policy (a paused schedule may be triggered). The run's key is
+// "schedule:<name>:manual:<unix nanoseconds>", its tick the current time.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (string, error) {
+	sc, err := s.cfg.Store.ScheduleGet(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("cron: trigger schedule %q: %w", name, err)
+	}
+	if sc.Disabled {
+		return "", fmt.Errorf("%w: %q", ErrDisabled, name)
+	}
+	now := s.cfg.Clock.Now()
+	runID, err := s.cfg.Starter.Start(ctx, StartRequest{Schedule: sc.Name, Workflow: sc.Workflow, Input: sc.Input,
+		Tick: now, IdempotencyKey: fmt.Sprintf("schedule:%s:manual:%d", sc.Name, now.UnixNano())})
+	if err != nil {
+		return "", fmt.Errorf("cron: trigger schedule %q: %w", name, err)
+	}
+	s.record(ctx, sc.Name, now, persistence.TickFired, runID, "triggered manually", now)
+	return runID, nil
+}
+
+// validOverlap and validCatchUp check policy names.
+func validOverlap(o Overlap) bool {
+	return slices.Contains([]Overlap{OverlapAllow, OverlapSkip, OverlapBufferOne}, o)
+}
+
+func validCatchUp(c CatchUp) bool {
+	return slices.Contains([]CatchUp{CatchUpNone, CatchUpLatest, CatchUpAll}, c)
+}
+
+// Valid reports whether o is a known overlap policy.
+func (o Overlap) Valid() bool { return validOverlap(o) }
+
+// Valid reports whether c is a known catch-up policy.
+func (c CatchUp) Valid() bool { return validCatchUp(c) }

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dagflow/dagflow/cron"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// ErrDuplicateSchedule is returned when a schedule name is declared twice.
+var ErrDuplicateSchedule = errors.New("engine: schedule already declared")
+
+// ScheduleInfo is a stored schedule with its next fire times.
+type ScheduleInfo = cron.Info
+
+// ScheduleOption sets an option of Schedule.
+type ScheduleOption func(*persistence.Schedule)
+
+// TimeZone evaluates the schedule's spec in the named IANA time zone
+// ("Europe/Berlin"). Default UTC.
+func TimeZone(name string) ScheduleOption {
+	return func(s *persistence.Schedule) { s.TimeZone = name }
+}
+
+// Overlap sets what a tick does while a run the schedule started is
+// unfinished. Default cron.OverlapAllow.
+func Overlap(p cron.Overlap) ScheduleOption {
+	return func(s *persistence.Schedule) { s.Overlap = string(p) }
+}
+
+// CatchUp sets what happens to ticks that no node fired in time (every
+// node was down): cron.CatchUpNone drops them, cron.CatchUpLatest starts one
+// run for the most recent, cron.CatchUpAll one run for each; the last two
+// only for ticks within window of now (zero: no limit). Default
+// cron.CatchUpLatest with no limit.
+func CatchUp(p cron.CatchUp, window time.Duration) ScheduleOption {
+	return func(s *persistence.Schedule) { s.CatchUp = string(p); s.CatchUpWindow = window }
+}
+
+// defaultScheduleInterval is how often a node evaluates the schedules when
+// Config.ScheduleInterval is zero.
+const defaultScheduleInterval = time.Second
+
+// Schedule declares a recurring schedule: every tick of spec (a cron spec,
+// see package cron) starts one run of workflow with input, across all
+// nodes. Declare schedules before Start, on every node that should fire
+// them; Start stores them (a changed declaration updates the stored one,
+// keeping its history and paused flag) and disables the stored schedules
+// this node no longer declares (they are kept, not deleted). A node that
+// declares no schedules leaves the stored ones alone.
+//
+// name must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$. An invalid spec or time
+// zone is a *cron.SpecError naming the schedule and the value.
+func (e *Engine) Schedule(name, spec, workflow string, input any, opts ...ScheduleOption) error {
+	if e.state.Load() != 0 {
+		if e.stopped() {
+			return ErrStopped
+		}
+		return fmt.Errorf("engine: schedule %q: declare schedules before Start: %w", name, ErrAlreadyStarted)
+	}
+	raw, err := encodeInput(input)
+	if err != nil {
+		return fmt.Errorf("engine: schedule %q: %w", name, err)
+	}
+	sc := persistence.Schedule{
+		Name:     name,
+		Spec:     spec,
+		Workflow: workflow,
+		Input:    raw,
+		Overlap:  string(cron.OverlapAllow),
+		CatchUp:  string(cron.CatchUpLatest),
+	}
+	for _, opt := range opts {
+		opt(&sc)
+	}
+	if _, err := cron.Parse(name, spec, sc.TimeZone); err != nil {
+		return err
+	}
+	if !cron.Overlap(sc.Overlap).Valid() {
+		return fmt.Errorf("engine: schedule %q: unknown overlap policy %q (want allow, skip or buffer_one)", name, sc.Overlap)
+	}
+	if !cron.CatchUp(sc.CatchUp).Valid() {
+		return fmt.Errorf("engine: schedule %q: unknown catch-up policy %q (want none, latest or all)", name, sc.CatchUp)
+	}
+	if sc.CatchUpWindow < 0 {
+		return fmt.Errorf("engine: schedule %q: negative catch-up window %v", name, sc.CatchUpWindow)
+	}
+	if workflow == "" {
+		return fmt.Errorf("engine: schedule %q: no workflow", name)
+	}
+	e.schedMu.Lock()
+	defer e.schedMu.Unlock()
+	for _, d := range e.schedDecls {
+		if d.Name == name {
+			return fmt.Errorf("%w: %q", ErrDuplicateSchedule, name)
+		}
+	}
+	e.schedDecls = append(e.schedDecls, sc)
+	return nil
+}
+
+// scheduler returns the engine's cron scheduler, made on first use (tools
+// use it on engines they never start).
+func (e *Engine) scheduler() *cron.Scheduler {
+	e.schedOnce.Do(func() {
+		interval := e.cfg.ScheduleInterval
+		if interval <= 0 {
+			interval = defaultScheduleInterval
+		}
+		s, err := cron.New(cron.Config{
+			Store:   e.store,
+			Starter: engineStarter{e},
+			Clock:   e.clock,
+			Logger:  e.log,
+			Grace:   max(10*time.Second, 3*interval),
+		})
+		if err != nil {
+			panic(err) // every required field is set above
+		}
+		e.sched = s
+	})
+	return e.sched
+}
+
+// syncSchedules stores the declared schedules; Start calls it.
+func (e *Engine) syncSchedules(ctx context.Context) error {
+	e.schedMu.Lock()
+	decls := append([]persistence.Schedule(nil), e.schedDecls...)
+	e.schedMu.Unlock()
+	if err := e.scheduler().Sync(ctx, decls); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
+}
+
+// startScheduler starts this node's scheduler loop, unless
+// Config.ScheduleInterval is negative; Stop ends it.
+func (e *Engine) startScheduler() {
+	if e.cfg.ScheduleInterval < 0 {
+		return
+	}
+	interval := e.cfg.ScheduleInterval
+	if interval == 0 {
+		interval = defaultScheduleInterval
+	}
+	s := e.scheduler()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		s.Run(e.fetchCtx, interval)
+	}()
+}
+
+// FireSchedules evaluates every schedule once now and starts the runs of
+// the due ticks, as the scheduler loop does every ScheduleInterval. Tools
+// and tests (with a fake clock) may call it directly; passes on many
+// nodes at once are safe.
+func (e *Engine) FireSchedules(ctx context.Context) (cron.PassResult, error) {
+	if e.stopped() {
+		return cron.PassResult{}, ErrStopped
+	}
+	return e.scheduler().Pass(ctx)
+}
+
+// scheduleNext is how many next fire times Schedules and GetSchedule give.
+const scheduleNext = 5
+
+// Schedules lists the stored schedules, by name, each with its next five
+// fire times.
+func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
+	return e.scheduler().List(ctx, scheduleNext)
+}
+
+// GetSchedule returns one stored schedule with its next five fire times;
+// an unknown name gives an error wrapping persistence.ErrScheduleNotFound.
+func (e *Engine) GetSchedule(ctx context.Context, name string) (ScheduleInfo, error) {
+	return e.scheduler().Get(ctx, name, scheduleNext)
+}
+
+// ScheduleHistory returns a schedule's latest ticks (fired, skipped,
+// buffered), newest first.
+func (e *Engine) ScheduleHistory(ctx context.Context, name string, limit int) ([]persistence.ScheduleTick, error) {
+	return e.store.ScheduleTickList(ctx, persistence.ScheduleTickListParams{Name: name, Limit: limit})
+}
+
+// PauseSchedule stops a schedule from firing, on every node, until
+// ResumeSchedule. The ticks in between are not caught up.
+func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
+	return e.scheduler().Pause(ctx, name)
+}
+
+// ResumeSchedule lets a paused schedule fire again from its next tick.
+func (e *Engine) ResumeSchedule(ctx context.Context, name string) error {
+	return e.scheduler().Resume(ctx, name)
+}
+
+// TriggerSchedule starts a run of the schedule's workflow now, with the
+// schedule's input, whatever its ticks, overlap policy or paused flag say,
+// and returns the run's id. The run's idempotency key is
+// "schedule:<name>:manual:<unix nanoseconds>".
+func (e *Engine) TriggerSchedule(ctx context.Context, name string) (string, error) {
+	if e.stopped() {
+		return "", ErrStopped
+	}
+	return e.scheduler().Trigger(ctx, name)
+}
+
+// engineStarter is the engine as the scheduler sees it.
+type engineStarter struct{ e *Engine }
+
+func (s engineStarter) CanStart(workflow string) bool { return s.e.Workflow(workflow) != nil }
+
+func (s engineStarter) Start(ctx context.Context, r cron.StartRequest) (string, error) {
+	var input any
+	if r.Input != nil {
+		input = json.RawMessage(r.Input)
+	}
+	return s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), FromSchedule(r.Schedule, r.Tick))
+}
