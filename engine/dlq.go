@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/steps"
 )
 
 // DeadLetters lists dead steps (the dead-letter queue), newest first, with
@@ -79,4 +80,33 @@ func (e *Engine) DiscardDead(ctx context.Context, runID, step string) error {
 		return fmt.Errorf("engine: run %s step %q: %w: not dead", runID, step, persistence.ErrInvalidTransition)
 	}
 	return nil
+}
+
+// deliveryLimit returns a permanent error when a step's earlier attempts
+// of kind lost their worker (it died or froze past its lease, with no
+// outcome) DeliveryLimit times or more: the task is probably killing its
+// workers. The store's count of lost attempts is the truth; the Redis
+// delivery count is not enough on its own, because a task that is
+// redelivered under a new id (the reconciler requeues an expired step by
+// its current attempt) or dropped as stale and enqueued afresh starts
+// counting from one again. Only attempts after the first ask the store.
+func (e *Engine) deliveryLimit(ctx context.Context, ex *execution, kind persistence.AttemptKind, attempt int) error {
+	lost := ex.task.Deliveries - 1
+	if attempt > 1 {
+		atts, err := e.store.AttemptList(ctx, ex.runID)
+		if err == nil {
+			n := 0
+			for _, a := range atts {
+				if a.Step == ex.step && a.Kind == kind && a.Outcome == persistence.OutcomeLost {
+					n++
+				}
+			}
+			lost = max(lost, n)
+		}
+	}
+	if lost < e.cfg.DeliveryLimit {
+		return nil
+	}
+	return steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d): it may be killing its workers",
+		lost+1, e.cfg.DeliveryLimit))
 }

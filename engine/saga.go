@@ -157,6 +157,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	if w != nil {
 		sdef = w.Step(ref.Step)
 	}
+	limitErr := e.deliveryLimit(ctx, ex, persistence.AttemptCompensation, attempt)
 	var herr error
 	switch {
 	case sdef == nil:
@@ -165,8 +166,8 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		herr = steps.Permanent(fmt.Errorf("step %q has no compensation", ref.Step))
 	case attempt > sdef.Retry.MaxAttempts:
 		herr = steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
-	case ex.task.Deliveries > e.cfg.DeliveryLimit:
-		herr = steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d)", ex.task.Deliveries, e.cfg.DeliveryLimit))
+	case limitErr != nil:
+		herr = limitErr
 	}
 	if herr == nil {
 		sc := steps.Context{

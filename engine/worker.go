@@ -260,8 +260,7 @@ func (e *Engine) runStep(ctx context.Context, ex *execution, ref taskRef) bool {
 		err := steps.Permanent(fmt.Errorf("attempt %d exceeds the %d allowed: earlier attempts lost their worker", res.Step.Attempt, res.Step.MaxAttempts))
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
-	if ex.task.Deliveries > e.cfg.DeliveryLimit {
-		err := steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d): it may be killing its workers", ex.task.Deliveries, e.cfg.DeliveryLimit))
+	if err := e.deliveryLimit(ctx, ex, persistence.AttemptForward, res.Step.Attempt); err != nil {
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 

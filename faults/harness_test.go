@@ -184,6 +184,7 @@ type cluster struct {
 	redisAddr string
 	rdb       *redis.Client
 	prefix    string
+	logDir    string
 	eng       *engine.Engine // triggers runs; runs no steps
 	base      childConfig
 	events    chan event
@@ -237,7 +238,7 @@ func newCluster(t *testing.T, o clusterOptions) *cluster {
 		testenv.DeleteKeys(t, rdb, prefix)
 	}
 	c := &cluster{
-		t: t, dsn: dsn, db: db, store: st, redisAddr: addr, rdb: rdb, prefix: prefix,
+		t: t, dsn: dsn, logDir: t.TempDir(), db: db, store: st, redisAddr: addr, rdb: rdb, prefix: prefix,
 		events: make(chan event, 1024),
 		base: childConfig{
 			StoreDSN: dsn, EffectsDSN: dsn, RedisAddr: addr, Prefix: prefix,
@@ -327,7 +328,7 @@ func (c *cluster) startOne(configure func(*childConfig)) *worker {
 		configure(&cfg)
 	}
 	raw, _ := json.Marshal(cfg)
-	logPath := filepath.Join(c.t.TempDir(), cfg.Name+".log")
+	logPath := filepath.Join(c.logDir, cfg.Name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		c.t.Fatal(err)

@@ -1,6 +1,9 @@
 package faults
 
 import (
+	"strings"
+
+	"github.com/dagflow/dagflow/engine"
 	"testing"
 	"time"
 
@@ -13,4 +16,35 @@ func waitStatus(t *testing.T, c *cluster, run, step string, want persistence.Ste
 	t.Helper()
 	testenv.Eventually(t, timeout, func() bool { return c.stepStatus(run, step) == want },
 		"run %s step %s %s", run, step, want)
+}
+
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	testenv.Eventually(t, timeout, cond, "%s", msg)
+}
+
+func byPid(ws []*worker, pid int) *worker {
+	for _, w := range ws {
+		if w.pid == pid {
+			return w
+		}
+	}
+	panic("no worker with that pid")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func successes(info engine.RunInfo, step string) int {
+	n := 0
+	for _, a := range info.Attempts {
+		if a.Step == step && a.Kind == persistence.AttemptForward && a.Outcome == persistence.OutcomeSucceeded {
+			n++
+		}
+	}
+	return n
 }
