@@ -1,0 +1,279 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// SeedStep is one step of the runs SeedFinishedRuns writes.
+type SeedStep struct {
+	Name string
+	Deps []string // names of earlier steps of the same run
+}
+
+// SeedParams are the arguments of Store.SeedFinishedRuns.
+type SeedParams struct {
+	// Runs is how many finished runs to write.
+	Runs int
+	// Workflow names the runs' workflow. Default "order".
+	Workflow string
+	// Steps are the steps of every run, each succeeded with one succeeded
+	// attempt. Default the order workflow: reserve -> notify || points -> ship.
+	Steps []SeedStep
+	// Queue is the steps' queue. Default "default".
+	Queue string
+	// Output is every step's output (JSON). Default {"ok":true}.
+	Output []byte
+	// Span spreads the runs' creation times evenly over the Span before
+	// End; each run takes a few milliseconds. Default 30 days.
+	Span time.Duration
+	// End is when the newest seeded run was created. Default now.
+	End time.Time
+	// Batch is how many runs one transaction writes (three multi-row
+	// INSERTs: runs, steps, attempts). Default 1000.
+	Batch int
+	// Concurrency is how many batches are written at once. Default 4.
+	Concurrency int
+	// Progress, when set, is called after each committed batch with the
+	// number of runs written so far.
+	Progress func(done int)
+}
+
+// DefaultSeedSteps are the steps of the order workflow.
+var DefaultSeedSteps = []SeedStep{
+	{Name: "reserve"},
+	{Name: "notify", Deps: []string{"reserve"}},
+	{Name: "points", Deps: []string{"reserve"}},
+	{Name: "ship", Deps: []string{"notify", "points"}},
+}
+
+// mysqlMaxPlaceholders is the protocol's limit on the parameters of one
+// prepared statement.
+const mysqlMaxPlaceholders = 65535
+
+func (p SeedParams) withDefaults() SeedParams {
+	if p.Workflow == "" {
+		p.Workflow = "order"
+	}
+	if len(p.Steps) == 0 {
+		p.Steps = DefaultSeedSteps
+	}
+	if p.Queue == "" {
+		p.Queue = "default"
+	}
+	if p.Output == nil {
+		p.Output = []byte(`{"ok":true}`)
+	}
+	if p.Span <= 0 {
+		p.Span = 30 * 24 * time.Hour
+	}
+	if p.End.IsZero() {
+		p.End = time.Now()
+	}
+	if p.Batch <= 0 {
+		p.Batch = 1000
+	}
+	// Every statement must stay under the placeholder limit.
+	if most := mysqlMaxPlaceholders / (stepSeedCols * len(p.Steps)); p.Batch > most {
+		p.Batch = most
+	}
+	if p.Concurrency <= 0 {
+		p.Concurrency = 4
+	}
+	return p
+}
+
+func (p SeedParams) validate() error {
+	if p.Runs < 0 {
+		return fmt.Errorf("mysql: SeedParams.Runs %d is negative", p.Runs)
+	}
+	seen := map[string]bool{}
+	for _, s := range p.Steps {
+		if s.Name == "" || strings.Contains(s.Name, ",") {
+			return fmt.Errorf("mysql: seed step name %q is empty or has a comma", s.Name)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("mysql: seed step %q is declared twice", s.Name)
+		}
+		for _, d := range s.Deps {
+			if !seen[d] {
+				return fmt.Errorf("mysql: seed step %q depends on %q, which is not an earlier step", s.Name, d)
+			}
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// Placeholders per row of each INSERT of seedBatch.
+const (
+	runSeedCols     = 8
+	stepSeedCols    = 12
+	attemptSeedCols = 7
+)
+
+// SeedFinishedRuns writes p.Runs succeeded runs, with their succeeded
+// steps and one succeeded attempt per step, straight into the tables in
+// batches of multi-row INSERTs (one transaction per batch), for
+// benchmarks and capacity tests that need a large history. The rows are
+// what the engine leaves behind for a run that succeeded; run ids are
+// UUIDv7 of the runs' creation times, all before p.End. It is not an
+// engine operation: nothing is dispatched and no invariant is checked
+// beyond what the schema enforces.
+func (s *Store) SeedFinishedRuns(ctx context.Context, p SeedParams) error {
+	p = p.withDefaults()
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if p.Runs == 0 {
+		return nil
+	}
+	dependents := make([]string, len(p.Steps))
+	for i, st := range p.Steps {
+		var ds []string
+		for _, other := range p.Steps {
+			if slices.Contains(other.Deps, st.Name) {
+				ds = append(ds, other.Name)
+			}
+		}
+		dependents[i] = strings.Join(ds, ",")
+	}
+	// Runs are spread evenly over the span, oldest first.
+	gap := p.Span / time.Duration(p.Runs)
+	start := p.End.Add(-p.Span).UTC().Truncate(time.Microsecond)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		written  int
+	)
+	sem := make(chan struct{}, p.Concurrency)
+	for lo := 0; lo < p.Runs && ctx.Err() == nil; lo += p.Batch {
+		hi := min(lo+p.Batch, p.Runs)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := s.seedBatch(ctx, p, dependents, start, gap, lo, hi)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				return
+			}
+			written += hi - lo
+			if p.Progress != nil {
+				p.Progress(written)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		return fmt.Errorf("mysql: seed finished runs: %w", firstErr)
+	}
+	return nil
+}
+
+// seedBatch writes runs [lo, hi) in one transaction. Constant columns are
+// literals in the statements; the others are placeholders.
+func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string, start time.Time, gap time.Duration, lo, hi int) error {
+	n := hi - lo
+	nSteps := len(p.Steps)
+	runArgs := make([]any, 0, n*runSeedCols)
+	stepArgs := make([]any, 0, n*nSteps*stepSeedCols)
+	attArgs := make([]any, 0, n*nSteps*attemptSeedCols)
+	for i := lo; i < hi; i++ {
+		created := start.Add(time.Duration(i) * gap)
+		id, err := seedRunID(created, i)
+		if err != nil {
+			return err
+		}
+		// Each step takes a millisecond from queued to finished.
+		t := created
+		for j, st := range p.Steps {
+			queued, started, finished := t, t.Add(200*time.Microsecond), t.Add(time.Millisecond)
+			t = finished
+			fence := "seed-" + strconv.Itoa(i) + "-" + strconv.Itoa(j)
+			stepArgs = append(stepArgs, id, st.Name, j, p.Workflow, p.Queue, strings.Join(st.Deps, ","),
+				dependents[j], p.Output, queued, started, finished, finished)
+			attArgs = append(attArgs, id, st.Name, "seed", fence, started, finished, 1)
+		}
+		runArgs = append(runArgs, id, p.Workflow, p.Output, created, created, created, t, t)
+	}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	runSQL := `INSERT INTO workflow_runs (id, workflow, output, start_at, created_at, started_at, finished_at,
+		updated_at, version, status, input, error, idempotency_key, metadata, schedule, scheduled_tick) VALUES ` +
+		rows(n, `(?, ?, ?, ?, ?, ?, ?, ?, 0, '`+string(persistence.RunSucceeded)+`', NULL, NULL, NULL, NULL, '', NULL)`)
+	if _, err := tx.ExecContext(ctx, runSQL, runArgs...); err != nil {
+		return fmt.Errorf("insert runs: %w", err)
+	}
+	stepSQL := `INSERT INTO step_runs (run_id, step, seq, workflow, queue, deps, dependents, output,
+		queued_at, started_at, finished_at, updated_at, status, attempt, max_attempts, pending_deps,
+		comp_attempt, fence, lease_expires_at, next_attempt_at, error) VALUES ` +
+		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '`+string(persistence.StepSucceeded)+`', 1, 3, 0, 0, '', NULL, NULL, NULL)`)
+	if _, err := tx.ExecContext(ctx, stepSQL, stepArgs...); err != nil {
+		return fmt.Errorf("insert steps: %w", err)
+	}
+	attSQL := `INSERT INTO step_attempts (run_id, step, worker, fence, started_at, finished_at, attempt,
+		kind, outcome, error) VALUES ` +
+		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, '`+string(persistence.AttemptForward)+`', '`+
+			string(persistence.OutcomeSucceeded)+`', NULL)`)
+	if _, err := tx.ExecContext(ctx, attSQL, attArgs...); err != nil {
+		return fmt.Errorf("insert attempts: %w", err)
+	}
+	return tx.Commit()
+}
+
+// rows returns n copies of tuple joined by commas.
+func rows(n int, tuple string) string {
+	var b strings.Builder
+	b.Grow(n * (len(tuple) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tuple)
+	}
+	return b.String()
+}
+
+// seedRunID returns a UUIDv7 whose timestamp is t and whose random bits
+// are made unique by i.
+func seedRunID(t time.Time, i int) (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	ms := uint64(t.UnixMilli())
+	for k := range 6 {
+		id[k] = byte(ms >> (40 - 8*k))
+	}
+	// Bytes 10..15 (the node bits) carry the index, so ids of one batch
+	// never collide even when they share a millisecond.
+	for k := range 6 {
+		id[15-k] = byte(uint64(i) >> (8 * k))
+	}
+	return id.String(), nil
+}

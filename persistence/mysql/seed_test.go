@@ -1,0 +1,82 @@
+package mysql_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
+)
+
+func TestSeedFinishedRuns(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	end := time.Now()
+	const n = 25
+	var progress []int
+	// A batch of 10 with 3 batches at once: batches commit out of order.
+	err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: n, Batch: 10, Concurrency: 3, End: end,
+		Progress: func(done int) { progress = append(progress, done) }})
+	if err != nil {
+		t.Fatalf("SeedFinishedRuns: %v", err)
+	}
+	if len(progress) != 3 || progress[2] != n {
+		t.Errorf("progress = %v, want three calls ending at %d", progress, n)
+	}
+	page, err := s.RunList(ctx, persistence.RunListParams{Workflow: "order", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != n {
+		t.Fatalf("RunList found %d runs, want %d", len(page.Runs), n)
+	}
+	for i, r := range page.Runs {
+		if r.Status != persistence.RunSucceeded || r.FinishedAt == nil || r.StartedAt == nil || r.CreatedAt.After(end) {
+			t.Errorf("run %d = %+v, want succeeded and finished before %v", i, r, end)
+		}
+		if i > 0 && !r.CreatedAt.Before(page.Runs[i-1].CreatedAt) {
+			t.Errorf("runs %d and %d are not newest first", i-1, i)
+		}
+	}
+	run := page.Runs[0]
+	sts, err := s.StepList(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDeps := map[string]int{"reserve": 0, "notify": 1, "points": 1, "ship": 2}
+	if len(sts) != 4 {
+		t.Fatalf("StepList = %d steps, want 4", len(sts))
+	}
+	for i, st := range sts {
+		if st.Step != mysql.DefaultSeedSteps[i].Name || st.Status != persistence.StepSucceeded ||
+			len(st.Deps) != wantDeps[st.Step] || st.Attempt != 1 || string(st.Output) != `{"ok":true}` ||
+			st.QueuedAt == nil || st.FinishedAt == nil {
+			t.Errorf("step %d = %+v", i, st)
+		}
+	}
+	atts, err := s.AttemptList(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(atts) != 4 {
+		t.Fatalf("AttemptList = %d attempts, want 4", len(atts))
+	}
+	for _, a := range atts {
+		if a.Outcome != persistence.OutcomeSucceeded || a.Kind != persistence.AttemptForward || a.Duration() <= 0 {
+			t.Errorf("attempt %+v", a)
+		}
+	}
+	// The seeded history is invisible to the reconciler's queries.
+	q, err := s.StepListQueued(ctx, persistence.ListDueParams{Before: time.Now()})
+	if err != nil || len(q) != 0 {
+		t.Errorf("StepListQueued = %d steps, %v", len(q), err)
+	}
+	// A second seeding adds runs without id collisions.
+	if err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: 5, End: end}); err != nil {
+		t.Fatalf("second SeedFinishedRuns: %v", err)
+	}
+	if err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: 1, Steps: []mysql.SeedStep{{Name: "a", Deps: []string{"b"}}}}); err == nil {
+		t.Error("a step depending on a later step was accepted")
+	}
+}
