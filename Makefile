@@ -28,9 +28,16 @@ lint: ## go vet, gofmt check and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) $(PKGS)
 
+# BENCH_ARGS are the flags of `dagflow bench` (see `go run ./cmd/dagflow bench -h`);
+# the defaults finish in a few minutes on a 2-core box. The issue's full figure:
+#   make bench BENCH_ARGS='--runs 20000 --rate 50% --backlog 100000'
+BENCH_ARGS ?= --runs 3000 --warmup 300 --rate 50% --duration 20s --backlog 100000
+BENCHTIME  ?= 1s
+
 .PHONY: bench
-bench: ## benchmarks (queue, store; end-to-end once the engine bench lands)
-	$(GO) test -run '^$$' -bench . -benchtime 2s $(PKGS)
+bench: ## micro-benchmarks of queue and store, then `dagflow bench` end to end (BENCH_ARGS=...)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./queue/ ./persistence/...
+	$(GO) run ./cmd/dagflow bench $(BENCH_ARGS)
 
 .PHONY: lint-ci
 lint-ci: ## go vet and the gofmt check (what CI runs besides the tests)

@@ -2,19 +2,19 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	gomysql "github.com/go-sql-driver/mysql"
-	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
@@ -23,47 +23,246 @@ import (
 	"github.com/dagflow/dagflow/steps"
 )
 
-// runBench measures end-to-end throughput of the order workflow shape
-// (reserve -> notify || points -> ship) with no-op handlers. It works in
-// its own database and Redis key prefix and removes both afterwards.
+// benchConfig is what `dagflow bench` was asked to do.
+type benchConfig struct {
+	mysqlDSN   string
+	redisAddr  string
+	embedded   bool
+	runs       int
+	warmup     int
+	workers    int
+	triggers   int
+	rate       rateValue
+	duration   time.Duration
+	backlog    int
+	history    int
+	sample     int
+	cpuprofile string
+	jsonOnly   bool
+	timeout    time.Duration
+}
+
+// rateValue is the --rate flag: runs per second, or a percentage of the
+// full-load rate measured just before ("50%").
+type rateValue struct {
+	perSecond float64
+	percent   float64
+}
+
+func (r *rateValue) String() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.percent > 0:
+		return strconv.FormatFloat(r.percent, 'g', -1, 64) + "%"
+	case r.perSecond > 0:
+		return strconv.FormatFloat(r.perSecond, 'g', -1, 64)
+	}
+	return ""
+}
+
+func (r *rateValue) Set(s string) error {
+	*r = rateValue{}
+	if s == "" || s == "0" {
+		return nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v <= 0 || v > 100 {
+			return fmt.Errorf("%q is not a percentage in (0, 100]", s)
+		}
+		r.percent = v
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("%q is not a positive number of runs per second (or a percentage like 50%%)", s)
+	}
+	r.perSecond = v
+	return nil
+}
+
+func (c *benchConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.mysqlDSN, "mysql-dsn", envOr("DAGFLOW_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MySQL server DSN (env DAGFLOW_MYSQL_DSN); the bench creates, uses and drops its own database, whatever database the DSN names")
+	fs.StringVar(&c.redisAddr, "redis-addr", envOr("DAGFLOW_REDIS_ADDR", "127.0.0.1:6379"), "Redis address (env DAGFLOW_REDIS_ADDR); the bench uses and deletes its own key prefix")
+	fs.BoolVar(&c.embedded, "embedded", false, "use an in-process Redis (miniredis) and a temporary SQLite file instead of the servers")
+	fs.IntVar(&c.runs, "runs", 20000, "order runs in the full-load measurement")
+	fs.IntVar(&c.warmup, "warmup", 1000, "order runs before the measurement (not measured)")
+	fs.IntVar(&c.workers, "workers", 32, "engine concurrency (steps run at once)")
+	fs.IntVar(&c.triggers, "triggers", 8, "goroutines triggering runs at full load")
+	fs.Var(&c.rate, "rate", "after the full-load run, trigger runs at this fixed rate (runs/s, or a percentage of the measured full-load rate, e.g. 50%) for -duration and report latencies; 0 or empty: skip")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "length of the fixed-rate measurement")
+	fs.IntVar(&c.backlog, "backlog", 0, "measure Redis memory per queued step with this many steps waiting (workers off); 0: skip (the issue's figure is 100000)")
+	fs.IntVar(&c.history, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
+	fs.IntVar(&c.sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
+	fs.BoolVar(&c.jsonOnly, "json-only", false, "print only the JSON line")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
+}
+
+func (c *benchConfig) validate() error {
+	var errs []error
+	if c.runs < 1 {
+		errs = append(errs, fmt.Errorf("-runs %d: must be at least 1", c.runs))
+	}
+	if c.warmup < 0 {
+		errs = append(errs, fmt.Errorf("-warmup %d: must not be negative", c.warmup))
+	}
+	if c.workers < 1 {
+		errs = append(errs, fmt.Errorf("-workers %d: must be at least 1", c.workers))
+	}
+	if c.triggers < 1 {
+		errs = append(errs, fmt.Errorf("-triggers %d: must be at least 1", c.triggers))
+	}
+	if (c.rate.perSecond > 0 || c.rate.percent > 0) && c.duration < time.Second {
+		errs = append(errs, fmt.Errorf("-duration %v: the fixed-rate measurement needs at least 1s", c.duration))
+	}
+	if c.backlog < 0 {
+		errs = append(errs, fmt.Errorf("-backlog %d: must not be negative", c.backlog))
+	}
+	if c.backlog > 0 && c.embedded {
+		errs = append(errs, errors.New("-backlog measures a real Redis's memory; it cannot be used with -embedded"))
+	}
+	if c.history < 0 {
+		errs = append(errs, fmt.Errorf("-history %d: must not be negative", c.history))
+	}
+	if c.history > 0 && c.embedded {
+		errs = append(errs, errors.New("-history pre-fills MySQL; it cannot be used with -embedded"))
+	}
+	if c.sample < 1 {
+		errs = append(errs, fmt.Errorf("-sample %d: must be at least 1", c.sample))
+	}
+	if c.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout %v: must be positive", c.timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// stepIndex numbers the order workflow's steps.
+var orderSteps = []string{"reserve", "notify", "points", "ship"}
+
+func stepIndex(name string) int {
+	switch name {
+	case "reserve":
+		return 0
+	case "notify":
+		return 1
+	case "points":
+		return 2
+	case "ship":
+		return 3
+	}
+	return -1
+}
+
+// runRec is what the bench observes of one run in process: when Trigger
+// was called and when each step's handler started (unix ns; 0 = not yet).
+type runRec struct {
+	trigger atomic.Int64
+	started [4]atomic.Int64
+}
+
+// recorder maps run ids to their records; handlers and triggers both
+// create the record, whichever comes first (a root step may start before
+// Trigger returns).
+type recorder struct {
+	m sync.Map // run id -> *runRec
+}
+
+func (r *recorder) get(id string) *runRec {
+	if v, ok := r.m.Load(id); ok {
+		return v.(*runRec)
+	}
+	v, _ := r.m.LoadOrStore(id, new(runRec))
+	return v.(*runRec)
+}
+
+// bench is one `dagflow bench` session.
+type bench struct {
+	cfg    benchConfig
+	env    *benchEnv
+	stderr io.Writer
+	eng    *engine.Engine
+	rec    atomic.Pointer[recorder]
+}
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	serverDSN := fs.String("mysql-dsn", envOr("DAGFLOW_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MySQL server DSN; the bench creates and drops its own database")
-	redisAddr := fs.String("redis-addr", envOr("DAGFLOW_REDIS_ADDR", "127.0.0.1:6379"), "Redis address; the bench uses and removes its own key prefix")
-	runs := fs.Int("runs", 2000, "order runs to execute")
-	workers := fs.Int("workers", 32, "engine concurrency")
-	triggers := fs.Int("triggers", 8, "goroutines triggering runs")
+	var cfg benchConfig
+	cfg.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dagflow bench [flags]")
+		fmt.Fprintln(stderr, "\nRuns the order workflow (reserve -> notify || points -> ship) with no-op handlers and")
+		fmt.Fprintln(stderr, "prints a table and one JSON line. See the Benchmarks section of the README.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := gomysql.ParseDSN(*serverDSN)
-	if err != nil {
-		return fmt.Errorf("-mysql-dsn: %w", err)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	dbName := "dagflow_bench_" + uuid.NewString()[:8]
-	cfg.DBName = ""
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	env, err := openBenchEnv(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+dbName+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		return fmt.Errorf("create bench database: %w", err)
-	}
-	defer admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS `"+dbName+"`")
-	cfg.DBName = dbName
-	store, err := mysql.Open(ctx, mysql.Config{DSN: cfg.FormatDSN(), AutoMigrate: true, MaxOpenConns: *workers + *triggers + 8})
+	// Cleanup must run even when ctx was cancelled (SIGINT, timeout).
+	defer env.close()
+	b := &bench{cfg: cfg, env: env, stderr: stderr}
+	res, err := b.run(ctx)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, PoolSize: *workers + 16})
-	defer rdb.Close()
-	prefix := "dagflow-bench-" + uuid.NewString()[:8]
-	defer deletePrefix(context.Background(), rdb, prefix)
+	if !cfg.jsonOnly {
+		printBenchTable(stdout, res)
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(line))
+	return nil
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "bench: "+format+"\n", args...)
+}
+
+func (b *bench) run(ctx context.Context) (*benchResult, error) {
+	cfg := b.cfg
+	res := newBenchResult(cfg, b.env)
+
+	if cfg.history > 0 {
+		b.progress("pre-filling %d finished runs", cfg.history)
+		t0 := time.Now()
+		next := 0
+		err := b.env.seeder.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: cfg.history, Progress: func(done int) {
+			if done >= next {
+				b.progress("  %d runs written (%.0f runs/s)", done, float64(done)/time.Since(t0).Seconds())
+				next = done + max(cfg.history/10, 1)
+			}
+		}})
+		if err != nil {
+			return nil, err
+		}
+		res.HistorySeedSeconds = ptr(time.Since(t0).Seconds())
+	}
 
 	noop := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		now := time.Now().UnixNano()
+		if r := b.rec.Load(); r != nil {
+			if i := stepIndex(sc.Step); i >= 0 {
+				r.get(sc.RunID).started[i].CompareAndSwap(0, now)
+			}
+		}
 		return json.RawMessage(`{"ok":true}`), nil
 	})
 	wf, err := dag.New("order").
@@ -73,84 +272,449 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Step("ship", noop, dag.After("notify", "points")).
 		Build()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e, err := engine.New(engine.Config{
-		Store: store, Redis: rdb, Prefix: prefix, Concurrency: *workers,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Store: b.env.store, Redis: b.env.rdb, Prefix: b.env.prefix + ":m", Concurrency: cfg.workers,
+		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.Register(wf); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.Start(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	defer e.Stop(context.Background())
+	b.eng = e
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			e.Stop(sctx)
+		}
+	}
+	defer stop()
 
-	start := time.Now()
-	ids := make([]string, *runs)
+	// What the servers do while the engine idles (its reconciler, and
+	// other clients of a shared server), for reading the deltas below.
+	if idle, err := b.idleRates(ctx, 2*time.Second); err != nil {
+		return nil, err
+	} else {
+		res.MySQLIdleQuestionsPerS, res.RedisIdleCallsPerS = idle.mysqlQuestions, idle.redisCalls
+	}
+
+	if cfg.warmup > 0 {
+		b.progress("warm-up: %d runs", cfg.warmup)
+		if _, err := b.closedLoop(ctx, cfg.warmup); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+
+	b.progress("full load: %d runs, %d trigger goroutines, %d workers", cfg.runs, cfg.triggers, cfg.workers)
+	before, err := b.env.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var profFile *os.File
+	if cfg.cpuprofile != "" {
+		if profFile, err = os.Create(cfg.cpuprofile); err != nil {
+			return nil, fmt.Errorf("-cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(profFile); err != nil {
+			profFile.Close()
+			return nil, fmt.Errorf("-cpuprofile: %w", err)
+		}
+	}
+	full, err := b.closedLoop(ctx, cfg.runs)
+	if profFile != nil {
+		pprof.StopCPUProfile()
+		if cerr := profFile.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("-cpuprofile: %w", cerr)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("full load: %w", err)
+	}
+	after, err := b.env.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.setFullLoad(full, before, after)
+
+	lat, err := b.latencies(ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	res.setLatencies(lat, "")
+
+	if rate := cfg.rate.perSecond; rate > 0 || cfg.rate.percent > 0 {
+		if rate == 0 {
+			rate = full.runsPerSecond() * cfg.rate.percent / 100
+		}
+		b.progress("fixed rate: %.1f runs/s for %v", rate, cfg.duration)
+		rp, err := b.openLoop(ctx, rate, cfg.duration)
+		if err != nil {
+			return nil, fmt.Errorf("fixed rate: %w", err)
+		}
+		rlat, err := b.latencies(ctx, rp)
+		if err != nil {
+			return nil, err
+		}
+		res.setRate(rate, rp)
+		res.setLatencies(rlat, "rate")
+	}
+	res.setProcess()
+	stop()
+
+	if cfg.backlog > 0 {
+		b.progress("backlog: %d queued steps, workers off", cfg.backlog)
+		bl, err := b.backlog(ctx, cfg.backlog)
+		if err != nil {
+			return nil, fmt.Errorf("backlog: %w", err)
+		}
+		res.BacklogSteps = &bl.steps
+		res.BacklogRedisBytes = &bl.bytes
+		res.RedisBytesPerQueuedStep = ptr(float64(bl.bytes) / float64(bl.steps))
+	}
+	return res, nil
+}
+
+// phaseResult is one measured batch of runs.
+type phaseResult struct {
+	ids         []string
+	rec         *recorder
+	start       time.Time
+	end         time.Time // when the last step's completion was committed
+	runs        int
+	failed      int64 // engine errors, failed or dead steps during the phase
+	triggerLate int   // fixed rate only: triggers started over 10ms late
+}
+
+func (p phaseResult) seconds() float64 { return p.end.Sub(p.start).Seconds() }
+
+func (p phaseResult) runsPerSecond() float64 { return float64(p.runs) / p.seconds() }
+
+// closedLoop triggers n runs from cfg.triggers goroutines as fast as they
+// can and waits until every step of them succeeded.
+func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
+	rec := &recorder{}
+	b.rec.Store(rec)
+	base := b.eng.Stats()
+	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, start: time.Now()}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	var trigErr atomic.Value
-	for g := 0; g < *triggers; g++ {
+	errs := make(chan error, b.cfg.triggers)
+	for range b.cfg.triggers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= *runs {
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				id, err := e.Trigger(ctx, "order", map[string]int{"n": i})
+				t := time.Now()
+				id, err := b.eng.Trigger(ctx, "order", nil)
 				if err != nil {
-					trigErr.Store(err)
+					errs <- err
 					return
 				}
-				ids[i] = id
+				rec.get(id).trigger.Store(t.UnixNano())
+				p.ids[i] = id
 			}
 		}()
 	}
 	wg.Wait()
-	if err, _ := trigErr.Load().(error); err != nil {
-		return err
+	close(errs)
+	if err := <-errs; err != nil {
+		return p, err
 	}
-	for _, id := range ids {
-		run, err := e.Wait(ctx, id)
-		if err != nil {
-			return err
-		}
-		if run.Status != persistence.RunSucceeded {
-			return fmt.Errorf("run %s ended %s: %s", id, run.Status, run.Error)
-		}
+	end, err := b.waitSteps(ctx, base, int64(n*len(orderSteps)))
+	if err != nil {
+		return p, err
 	}
-	elapsed := time.Since(start)
-	stepsDone := *runs * 4
-	fmt.Fprintf(stdout, "order workflow, no-op handlers, MySQL + Redis, %d workers\n", *workers)
-	fmt.Fprintf(stdout, "runs: %d in %v  ->  %.0f runs/s, %.0f steps/s\n", *runs, elapsed.Round(time.Millisecond),
-		float64(*runs)/elapsed.Seconds(), float64(stepsDone)/elapsed.Seconds())
-	out, _ := json.Marshal(map[string]any{
-		"runs": *runs, "workers": *workers, "seconds": elapsed.Seconds(),
-		"runs_per_s": float64(*runs) / elapsed.Seconds(), "steps_per_s": float64(stepsDone) / elapsed.Seconds(),
-	})
-	fmt.Fprintln(stdout, string(out))
-	return nil
+	p.end = end
+	p.failed = b.failures(base)
+	return p, nil
 }
 
-// deletePrefix removes every key under prefix (and nothing else).
-func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) {
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			rdb.Del(ctx, batch...)
-			batch = batch[:0]
+// openLoop triggers runs at rate per second for d, each from its own
+// goroutine at its scheduled time whether or not earlier ones returned,
+// then waits until every step of them succeeded.
+func (b *bench) openLoop(ctx context.Context, rate float64, d time.Duration) (phaseResult, error) {
+	rec := &recorder{}
+	b.rec.Store(rec)
+	base := b.eng.Stats()
+	n := max(int(rate*d.Seconds()), 1)
+	interval := time.Duration(float64(time.Second) / rate)
+	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, start: time.Now()}
+	var wg sync.WaitGroup
+	var late atomic.Int64
+	errs := make(chan error, n)
+	// Bounds the goroutines of a rate the store cannot keep up with.
+	sem := make(chan struct{}, 1024)
+	for i := range n {
+		due := p.start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			select {
+			case <-time.After(w):
+			case <-ctx.Done():
+				return p, ctx.Err()
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t := time.Now()
+			if t.Sub(due) > 10*time.Millisecond {
+				late.Add(1)
+			}
+			id, err := b.eng.Trigger(ctx, "order", nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			rec.get(id).trigger.Store(t.UnixNano())
+			p.ids[i] = id
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return p, err
+	}
+	end, err := b.waitSteps(ctx, base, int64(n*len(orderSteps)))
+	if err != nil {
+		return p, err
+	}
+	p.end = end
+	p.failed = b.failures(base)
+	p.triggerLate = int(late.Load())
+	return p, nil
+}
+
+// waitSteps waits until the engine counted want more step successes than
+// in base and returns when it saw them.
+func (b *bench) waitSteps(ctx context.Context, base engine.Stats, want int64) (time.Time, error) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	lastProgress := time.Now()
+	for {
+		st := b.eng.Stats()
+		if st.StepsSucceeded-base.StepsSucceeded >= want {
+			return time.Now(), nil
+		}
+		if dead := st.StepsDead - base.StepsDead; dead > 0 {
+			return time.Time{}, fmt.Errorf("%d steps were dead-lettered; see the logs", dead)
+		}
+		if time.Since(lastProgress) > 10*time.Second {
+			lastProgress = time.Now()
+			b.progress("  %d of %d steps done", st.StepsSucceeded-base.StepsSucceeded, want)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%d of %d steps done: %w", st.StepsSucceeded-base.StepsSucceeded, want, ctx.Err())
+		case <-tick.C:
 		}
 	}
-	if len(batch) > 0 {
-		rdb.Del(ctx, batch...)
-	}
 }
+
+func (b *bench) failures(base engine.Stats) int64 {
+	st := b.eng.Stats()
+	return (st.Errors - base.Errors) + (st.StepsFailed - base.StepsFailed) + (st.StepsDead - base.StepsDead)
+}
+
+// latencySample are the latencies read back for a sample of a phase's runs.
+type latencySample struct {
+	dispatch []time.Duration // step queued (store timestamp) -> handler started
+	run      []time.Duration // Trigger called -> run finished (store timestamp)
+	runs     int
+}
+
+// latencies reads the steps of up to cfg.sample runs of p, spread evenly
+// over the phase, after the phase (so that reading does not load it).
+func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, error) {
+	m := min(b.cfg.sample, len(p.ids))
+	idx := make(chan int)
+	var mu sync.Mutex
+	var out latencySample
+	var firstErr error
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				id := p.ids[i]
+				run, err := b.env.store.RunGet(ctx, id)
+				var sts []persistence.StepRun
+				if err == nil {
+					sts, err = b.env.store.StepList(ctx, id)
+				}
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				if run.Status != persistence.RunSucceeded {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("run %s is %s: %s", id, run.Status, run.Error)
+					}
+					mu.Unlock()
+					continue
+				}
+				r := p.rec.get(id)
+				if t := r.trigger.Load(); t > 0 && run.FinishedAt != nil {
+					out.run = append(out.run, nonNegative(run.FinishedAt.Sub(time.Unix(0, t))))
+				}
+				for _, s := range sts {
+					k := stepIndex(s.Step)
+					if k < 0 || s.QueuedAt == nil {
+						continue
+					}
+					if t := r.started[k].Load(); t > 0 {
+						out.dispatch = append(out.dispatch, nonNegative(time.Unix(0, t).Sub(*s.QueuedAt)))
+					}
+				}
+				out.runs++
+				mu.Unlock()
+			}
+		}()
+	}
+	for k := range m {
+		select {
+		case idx <- k * len(p.ids) / m:
+		case <-ctx.Done():
+			firstErr = ctx.Err()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(idx)
+	wg.Wait()
+	return out, firstErr
+}
+
+func nonNegative(d time.Duration) time.Duration {
+	// Store times are truncated to microseconds.
+	return max(d, 0)
+}
+
+// backlogResult is the Redis memory of a queue holding steps.
+type backlogResult struct {
+	steps int64
+	bytes int64
+}
+
+// backlogWidth is how many root steps each backlog run has: a few hundred
+// runs give 100,000 queued steps quickly. Step names are six characters,
+// about the order workflow's average, so task ids have a realistic size.
+const backlogWidth = 100
+
+// backlog queues n steps with a worker-less engine under its own prefix
+// and sums MEMORY USAGE over that prefix's keys.
+func (b *bench) backlog(ctx context.Context, n int) (backlogResult, error) {
+	width := min(backlogWidth, n)
+	bw := dag.New("backlog")
+	noop := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+	for i := range width {
+		bw = bw.Step(fmt.Sprintf("step%02d", i), noop)
+	}
+	wf, err := bw.Build()
+	if err != nil {
+		return backlogResult{}, err
+	}
+	prefix := b.env.prefix + ":b"
+	e, err := engine.New(engine.Config{
+		Store: b.env.store, Redis: b.env.rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1,
+		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return backlogResult{}, err
+	}
+	defer e.Stop(context.Background())
+	if err := e.Register(wf); err != nil {
+		return backlogResult{}, err
+	}
+	if err := e.Start(ctx); err != nil {
+		return backlogResult{}, err
+	}
+	base, err := b.env.prefixMemory(ctx, prefix)
+	if err != nil {
+		return backlogResult{}, err
+	}
+	runs := (n + width - 1) / width
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, b.cfg.triggers)
+	for range b.cfg.triggers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(runs) && ctx.Err() == nil {
+				if _, err := e.Trigger(ctx, "backlog", nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return backlogResult{}, err
+	}
+	st, err := e.Queue().Stats(ctx, dag.DefaultQueueName)
+	if err != nil {
+		return backlogResult{}, err
+	}
+	if want := int64(runs * width); st.Ready != want {
+		return backlogResult{}, fmt.Errorf("the queue holds %d ready steps, want %d", st.Ready, want)
+	}
+	total, err := b.env.prefixMemory(ctx, prefix)
+	if err != nil {
+		return backlogResult{}, err
+	}
+	return backlogResult{steps: st.Ready, bytes: total - base}, nil
+}
+
+// idle is what the servers do while the engine waits for work.
+type idle struct {
+	mysqlQuestions, redisCalls *float64
+}
+
+func (b *bench) idleRates(ctx context.Context, d time.Duration) (idle, error) {
+	before, err := b.env.snapshot(ctx)
+	if err != nil {
+		return idle{}, err
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return idle{}, ctx.Err()
+	}
+	after, err := b.env.snapshot(ctx)
+	if err != nil {
+		return idle{}, err
+	}
+	var out idle
+	secs := after.at.Sub(before.at).Seconds()
+	if before.mysql != nil {
+		out.mysqlQuestions = ptr(float64(after.mysql["Questions"]-before.mysql["Questions"]) / secs)
+	}
+	if before.redisCmds != nil {
+		out.redisCalls = ptr(float64(sumCalls(after.redisCmds)-sumCalls(before.redisCmds)) / secs)
+	}
+	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// benchResult is the JSON line of `dagflow bench`. Keys are stable; a
+// figure that was not measured (phase skipped, or not measurable on the
+// embedded backends) is null. README's Benchmarks section documents them.
+type benchResult struct {
+	Backend  string `json:"backend"`
+	Servers  string `json:"servers"`
+	Commit   string `json:"commit"`
+	Go       string `json:"go"`
+	CPUs     int    `json:"cpus"`
+	Runs     int    `json:"runs"`
+	Warmup   int    `json:"warmup"`
+	Workers  int    `json:"workers"`
+	Triggers int    `json:"triggers"`
+	History  int    `json:"history"`
+
+	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
+
+	// Full load: cfg.runs triggered as fast as cfg.triggers goroutines can.
+	Seconds       float64  `json:"seconds"`
+	RunsPerS      float64  `json:"runs_per_s"`
+	StepsPerS     float64  `json:"steps_per_s"`
+	Errors        int64    `json:"errors"`
+	SampledRuns   int      `json:"sampled_runs"`
+	DispatchP50Ms *float64 `json:"dispatch_p50_ms"`
+	DispatchP90Ms *float64 `json:"dispatch_p90_ms"`
+	DispatchP99Ms *float64 `json:"dispatch_p99_ms"`
+	RunP50Ms      *float64 `json:"run_p50_ms"`
+	RunP90Ms      *float64 `json:"run_p90_ms"`
+	RunP99Ms      *float64 `json:"run_p99_ms"`
+
+	// Fixed offered rate (--rate), open loop, for --duration.
+	RateOfferedRunsPerS  *float64 `json:"rate_offered_runs_per_s"`
+	RateRuns             *int     `json:"rate_runs"`
+	RateAchievedRunsPerS *float64 `json:"rate_achieved_runs_per_s"`
+	RateLateTriggers     *int     `json:"rate_late_triggers"`
+	RateErrors           *int64   `json:"rate_errors"`
+	RateSampledRuns      *int     `json:"rate_sampled_runs"`
+	RateDispatchP50Ms    *float64 `json:"rate_dispatch_p50_ms"`
+	RateDispatchP90Ms    *float64 `json:"rate_dispatch_p90_ms"`
+	RateDispatchP99Ms    *float64 `json:"rate_dispatch_p99_ms"`
+	RateRunP50Ms         *float64 `json:"rate_run_p50_ms"`
+	RateRunP90Ms         *float64 `json:"rate_run_p90_ms"`
+	RateRunP99Ms         *float64 `json:"rate_run_p99_ms"`
+
+	// Server counters over the full-load window, per step. MySQL's are
+	// global: other clients of a shared server add to them.
+	MySQLRoundTripsPerStep   *float64           `json:"mysql_round_trips_per_step"`
+	MySQLStatementsPerStep   *float64           `json:"mysql_statements_per_step"`
+	MySQLTransactionsPerStep *float64           `json:"mysql_transactions_per_step"`
+	MySQLCountersPerStep     map[string]float64 `json:"mysql_counters_per_step"`
+	MySQLIdleQuestionsPerS   *float64           `json:"mysql_idle_questions_per_s"`
+
+	RedisRoundTripsPerStep  float64            `json:"redis_round_trips_per_step"`
+	RedisCommandsPerStep    float64            `json:"redis_commands_per_step"`
+	RedisServerCallsPerStep *float64           `json:"redis_server_calls_per_step"`
+	RedisCallsPerStepByCmd  map[string]float64 `json:"redis_server_calls_per_step_by_command"`
+	RedisIdleCallsPerS      *float64           `json:"redis_idle_calls_per_s"`
+	BacklogSteps            *int64             `json:"backlog_steps"`
+	BacklogRedisBytes       *int64             `json:"backlog_redis_bytes"`
+	RedisBytesPerQueuedStep *float64           `json:"redis_bytes_per_queued_step"`
+	PeakRSSMiB              float64            `json:"peak_rss_mib"`
+	CPUSecondsPer1000Steps  float64            `json:"cpu_s_per_1000_steps"`
+	Database                string             `json:"database"`
+	RedisPrefix             string             `json:"redis_prefix"`
+}
+
+func newBenchResult(cfg benchConfig, env *benchEnv) *benchResult {
+	return &benchResult{
+		Backend: env.backend, Servers: env.servers, Commit: buildCommit(), Go: runtime.Version(),
+		CPUs: runtime.NumCPU(), Runs: cfg.runs, Warmup: cfg.warmup, Workers: cfg.workers,
+		Triggers: cfg.triggers, History: cfg.history, Database: env.database, RedisPrefix: env.prefix,
+	}
+}
+
+// buildCommit is the VCS revision the binary was built from ("+dirty"
+// for uncommitted changes). `go build` records it; for `go run` it asks
+// git about the working directory, and is empty when that fails too.
+func buildCommit() string {
+	var rev, dirty string
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return gitCommit()
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return gitCommit()
+	}
+	return rev + dirty
+}
+
+func gitCommit() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rev, err := exec.CommandContext(ctx, "git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(rev))
+	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		s += "+dirty"
+	}
+	return s
+}
+
+func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
+	steps := float64(p.runs * len(orderSteps))
+	r.Seconds = p.seconds()
+	r.RunsPerS = p.runsPerSecond()
+	r.StepsPerS = steps / p.seconds()
+	r.Errors = p.failed
+	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
+	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
+	r.CPUSecondsPer1000Steps = (after.cpu - before.cpu).Seconds() / (steps / 1000)
+	if before.mysql != nil {
+		d := func(name string) float64 { return float64(after.mysql[name] - before.mysql[name]) }
+		r.MySQLCountersPerStep = map[string]float64{}
+		for _, name := range mysqlCounters {
+			r.MySQLCountersPerStep[name] = round3(d(name) / steps)
+		}
+		// Questions counts COM_QUERY and COM_STMT_EXECUTE but not the
+		// COM_STMT_PREPARE each parameterized query also costs.
+		r.MySQLRoundTripsPerStep = ptr((d("Questions") + d("Com_stmt_prepare")) / steps)
+		r.MySQLStatementsPerStep = ptr((d("Com_select") + d("Com_insert") + d("Com_update") + d("Com_delete")) / steps)
+		r.MySQLTransactionsPerStep = ptr((d("Com_commit") + d("Com_rollback")) / steps)
+	}
+	if before.redisCmds != nil {
+		r.RedisServerCallsPerStep = ptr(float64(sumCalls(after.redisCmds)-sumCalls(before.redisCmds)) / steps)
+		r.RedisCallsPerStepByCmd = map[string]float64{}
+		for name, n := range after.redisCmds {
+			if delta := n - before.redisCmds[name]; delta > 0 {
+				r.RedisCallsPerStepByCmd[name] = round3(float64(delta) / steps)
+			}
+		}
+	}
+}
+
+func (r *benchResult) setLatencies(l latencySample, phase string) {
+	d50, d90, d99 := percentileMs(l.dispatch, 50), percentileMs(l.dispatch, 90), percentileMs(l.dispatch, 99)
+	r50, r90, r99 := percentileMs(l.run, 50), percentileMs(l.run, 90), percentileMs(l.run, 99)
+	if phase == "rate" {
+		r.RateSampledRuns = &l.runs
+		r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms = d50, d90, d99
+		r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms = r50, r90, r99
+		return
+	}
+	r.SampledRuns = l.runs
+	r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms = d50, d90, d99
+	r.RunP50Ms, r.RunP90Ms, r.RunP99Ms = r50, r90, r99
+}
+
+func (r *benchResult) setRate(offered float64, p phaseResult) {
+	r.RateOfferedRunsPerS = ptr(offered)
+	r.RateRuns = &p.runs
+	r.RateAchievedRunsPerS = ptr(p.runsPerSecond())
+	r.RateLateTriggers = &p.triggerLate
+	r.RateErrors = &p.failed
+}
+
+func (r *benchResult) setProcess() {
+	r.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
+}
+
+// percentileMs is the nearest-rank percentile p of ds in milliseconds, or
+// nil for no data.
+func percentileMs(ds []time.Duration, p float64) *float64 {
+	if len(ds) == 0 {
+		return nil
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	k = min(max(k, 0), len(s)-1)
+	return ptr(round3(float64(s[k]) / float64(time.Millisecond)))
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// printBenchTable writes the human-readable report.
+func printBenchTable(w io.Writer, r *benchResult) {
+	f := func(v *float64, format string) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *v)
+	}
+	ms := func(a, b, c *float64) string {
+		if a == nil {
+			return "-"
+		}
+		s := f(a, "%.2f") + " / " + f(b, "%.2f")
+		if c != nil {
+			s += " / " + f(c, "%.2f")
+		}
+		return s
+	}
+	commit := r.Commit
+	if commit == "" {
+		commit = "(commit unknown)"
+	}
+	fmt.Fprintln(w, "dagflow bench: order workflow (reserve -> notify || points -> ship), no-op handlers")
+	fmt.Fprintf(w, "  backend: %s\n", r.Servers)
+	fmt.Fprintf(w, "  build:   %s, %s, %d CPUs\n", commit, r.Go, r.CPUs)
+	fmt.Fprintf(w, "  setup:   %d workers, %d trigger goroutines, %d warm-up runs, %d runs of history", r.Workers, r.Triggers, r.Warmup, r.History)
+	if r.HistorySeedSeconds != nil {
+		fmt.Fprintf(w, " (written in %.1f s)", *r.HistorySeedSeconds)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name, value, note string) { fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, value, note) }
+	fmt.Fprintln(tw, "  \t\t")
+	row("FULL LOAD", fmt.Sprintf("%d runs in %.2f s", r.Runs, r.Seconds), "closed loop: triggers as fast as they return")
+	row("throughput", fmt.Sprintf("%.1f runs/s, %.1f steps/s", r.RunsPerS, r.StepsPerS), "first trigger -> last step committed")
+	row("dispatch p50/p90/p99", ms(r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms)+" ms", fmt.Sprintf("step queued (store time) -> handler start; %d runs sampled", r.SampledRuns))
+	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
+	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
+	if r.RateOfferedRunsPerS != nil {
+		fmt.Fprintln(tw, "  \t\t")
+		row("FIXED RATE", fmt.Sprintf("%.1f runs/s offered, %d runs", *r.RateOfferedRunsPerS, *r.RateRuns), "open loop: one trigger per tick, not waiting for earlier ones")
+		row("achieved", f(r.RateAchievedRunsPerS, "%.1f runs/s"), fmt.Sprintf("%d triggers started >10ms late", *r.RateLateTriggers))
+		row("dispatch p50/p90/p99", ms(r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms)+" ms", fmt.Sprintf("%d runs sampled", *r.RateSampledRuns))
+		row("run p50/p90/p99", ms(r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms)+" ms", "")
+		row("errors", fmt.Sprint(*r.RateErrors), "")
+	}
+	fmt.Fprintln(tw, "  \t\t")
+	row("PER STEP (full load)", "", "")
+	if r.MySQLRoundTripsPerStep != nil {
+		row("MySQL round trips", f(r.MySQLRoundTripsPerStep, "%.2f"), "(Questions + Com_stmt_prepare) / steps; GLOBAL counters: other clients add noise")
+		row("MySQL statements", f(r.MySQLStatementsPerStep, "%.2f"), "Com_select + insert + update + delete")
+		row("MySQL transactions", f(r.MySQLTransactionsPerStep, "%.2f"), "Com_commit + Com_rollback")
+	} else {
+		row("MySQL", "-", "not measured: SQLite store")
+	}
+	if r.MySQLIdleQuestionsPerS != nil {
+		row("MySQL idle noise", fmt.Sprintf("%.0f questions/s", *r.MySQLIdleQuestionsPerS), fmt.Sprintf("= %.2f per step at this rate, measured with the engine idle", *r.MySQLIdleQuestionsPerS/r.StepsPerS))
+	}
+	row("Redis round trips", fmt.Sprintf("%.2f", r.RedisRoundTripsPerStep), "engine client: a command or a pipeline is one (exact)")
+	row("Redis commands", fmt.Sprintf("%.2f", r.RedisCommandsPerStep), "engine client: pipelined commands counted one by one")
+	if r.RedisServerCallsPerStep != nil {
+		row("Redis server calls", f(r.RedisServerCallsPerStep, "%.2f"), "INFO commandstats, global, includes calls inside scripts: "+topCommands(r.RedisCallsPerStepByCmd, 4))
+	}
+	row("CPU", fmt.Sprintf("%.3f s per 1,000 steps", r.CPUSecondsPer1000Steps), cpuNote(r.Backend))
+	row("peak RSS", fmt.Sprintf("%.1f MiB", r.PeakRSSMiB), "whole process, up to the end of the measurements")
+	if r.BacklogSteps != nil {
+		fmt.Fprintln(tw, "  \t\t")
+		row("BACKLOG", fmt.Sprintf("%d queued steps", *r.BacklogSteps), "workers off")
+		row("Redis memory", fmt.Sprintf("%.1f B per queued step", *r.RedisBytesPerQueuedStep), fmt.Sprintf("sum of MEMORY USAGE over the prefix: %d bytes", *r.BacklogRedisBytes))
+	}
+	tw.Flush()
+}
+
+func cpuNote(backend string) string {
+	if backend == "embedded" {
+		return "this process: engine, bench, and the in-process Redis and SQLite"
+	}
+	return "this process (engine + bench), not the servers"
+}
+
+// topCommands names the n most called commands with calls per step.
+func topCommands(m map[string]float64, n int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return m[names[i]] > m[names[j]] || m[names[i]] == m[names[j]] && names[i] < names[j]
+	})
+	if len(names) > n {
+		names = names[:n]
+	}
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

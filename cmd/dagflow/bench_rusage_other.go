@@ -1,0 +1,11 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// cpuTime is not measured on this system.
+func cpuTime() time.Duration { return 0 }
+
+// peakRSS is not measured on this system.
+func peakRSS() int64 { return 0 }

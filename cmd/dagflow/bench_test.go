@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/testenv"
+)
+
+// runBenchCmd runs `dagflow bench args...` and returns the parsed JSON
+// line (the last line of stdout) and the human table before it.
+func runBenchCmd(t *testing.T, args ...string) (map[string]any, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if code := run(ctx, append([]string{"bench"}, args...), &out, &errb); code != 0 {
+		t.Fatalf("dagflow bench %v exited %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	var res map[string]any
+	if err := json.Unmarshal([]byte(last), &res); err != nil {
+		t.Fatalf("the last line of the output is not JSON: %v\n%s", err, out.String())
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if strings.HasPrefix(l, "{") {
+			t.Errorf("more than one JSON line:\n%s", out.String())
+		}
+	}
+	return res, strings.Join(lines[:len(lines)-1], "\n")
+}
+
+// positive checks that each key holds a number above zero.
+func positive(t *testing.T, res map[string]any, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		v, ok := res[k].(float64)
+		if !ok || !(v > 0) {
+			t.Errorf("%s = %v, want a positive number", k, res[k])
+		}
+	}
+}
+
+// The keys every JSON line has, measured or null.
+var benchKeys = []string{
+	"backend", "commit", "runs", "workers", "history", "seconds", "runs_per_s", "steps_per_s", "errors",
+	"dispatch_p50_ms", "dispatch_p90_ms", "dispatch_p99_ms", "run_p50_ms", "run_p99_ms",
+	"rate_offered_runs_per_s", "rate_dispatch_p99_ms", "rate_run_p50_ms", "rate_run_p99_ms",
+	"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
+	"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
+	"backlog_steps", "peak_rss_mib", "cpu_s_per_1000_steps", "database", "redis_prefix",
+}
+
+func TestBenchEmbedded(t *testing.T) {
+	res, table := runBenchCmd(t, "--embedded", "--runs", "200", "--warmup", "20", "--workers", "16",
+		"--rate", "50", "--duration", "1s")
+	for _, k := range benchKeys {
+		if _, ok := res[k]; !ok {
+			t.Errorf("JSON line lacks %q", k)
+		}
+	}
+	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p99_ms", "run_p50_ms",
+		"run_p99_ms", "rate_achieved_runs_per_s", "rate_run_p99_ms", "redis_round_trips_per_step",
+		"peak_rss_mib", "cpu_s_per_1000_steps")
+	if res["errors"] != 0.0 || res["backend"] != "embedded" || res["mysql_round_trips_per_step"] != nil {
+		t.Errorf("errors %v, backend %v, mysql %v", res["errors"], res["backend"], res["mysql_round_trips_per_step"])
+	}
+	if sp, rp := res["steps_per_s"].(float64), res["runs_per_s"].(float64); sp < 3.99*rp || sp > 4.01*rp {
+		t.Errorf("steps/s %v is not 4 x runs/s %v", sp, rp)
+	}
+	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "Redis round trips"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	// The temporary SQLite file and its directory are gone.
+	if _, err := os.Stat(filepath.Dir(res["database"].(string))); !os.IsNotExist(err) {
+		t.Errorf("the bench left %s behind (%v)", res["database"], err)
+	}
+}
+
+func TestBenchMySQL(t *testing.T) {
+	redisAddr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDSN()
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Ping(); err != nil {
+		cfg, _ := gomysql.ParseDSN(dsn)
+		testenv.Unavailable(t, "mysql at "+cfg.Addr, err)
+	}
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	res, table := runBenchCmd(t, "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--runs", "150",
+		"--warmup", "10", "--history", "500", "--rate", "50%", "--duration", "1s", "--backlog", "3000",
+		"--cpuprofile", prof)
+	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p90_ms", "dispatch_p99_ms",
+		"run_p50_ms", "run_p99_ms", "rate_offered_runs_per_s", "rate_run_p50_ms", "rate_dispatch_p99_ms",
+		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
+		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
+		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps")
+	if res["errors"] != 0.0 || res["backlog_steps"] != 3000.0 || res["history"] != 500.0 {
+		t.Errorf("errors %v, backlog_steps %v, history %v", res["errors"], res["backlog_steps"], res["history"])
+	}
+	// Every step costs at least one transaction (its outcome) and one
+	// Redis round trip (its dequeue or ack).
+	if v := res["mysql_transactions_per_step"].(float64); v < 1 {
+		t.Errorf("mysql_transactions_per_step = %v, want >= 1", v)
+	}
+	if !strings.Contains(table, "BACKLOG") || !strings.Contains(table, "MySQL round trips") {
+		t.Errorf("table lacks the backlog or MySQL rows:\n%s", table)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("no CPU profile: %v", err)
+	}
+	// The bench's database and keys are gone.
+	db := res["database"].(string)
+	if !strings.HasPrefix(db, "dagflow_bench_") {
+		t.Fatalf("database %q", db)
+	}
+	var name string
+	switch err := admin.QueryRow("SHOW DATABASES LIKE '" + db + "'").Scan(&name); err {
+	case sql.ErrNoRows:
+	case nil:
+		t.Errorf("database %s still exists", db)
+	default:
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	keys, _, err := rdb.Scan(context.Background(), 0, res["redis_prefix"].(string)+":*", 10000).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		t.Errorf("%d keys left under %s, e.g. %s", len(keys), res["redis_prefix"], keys[0])
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runs", "0"}, "-runs 0"},
+		{[]string{"--workers", "-1"}, "-workers -1"},
+		{[]string{"--rate", "fast"}, `"fast" is not a positive number`},
+		{[]string{"--rate", "150%"}, `"150%" is not a percentage`},
+		{[]string{"--rate", "10", "--duration", "10ms"}, "-duration 10ms"},
+		{[]string{"--embedded", "--backlog", "10"}, "-backlog measures a real Redis"},
+		{[]string{"--embedded", "--history", "10"}, "-history pre-fills MySQL"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), append([]string{"bench"}, tc.args...), &out, &errb); code == 0 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("bench %v exited %d with %q, want an error naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
