@@ -63,9 +63,10 @@ type Config struct {
 	// PollInterval bounds how long an idle worker blocks before it looks at
 	// delayed tasks again. Default 1s.
 	PollInterval time.Duration
-	// DeliveryLimit dead-letters a step whose task was delivered more than
-	// this many times without an outcome (it keeps killing its workers).
-	// Default 10.
+	// DeliveryLimit dead-letters a step (or compensation) once this many
+	// of its attempts lost their worker without an outcome (the worker
+	// died, or froze past its lease): it keeps killing its workers. Counted
+	// in the store. Default 10.
 	DeliveryLimit int
 	// NodeID identifies this process in attempts and logs. Default
 	// host-pid-random.

@@ -85,28 +85,30 @@ func (e *Engine) DiscardDead(ctx context.Context, runID, step string) error {
 // deliveryLimit returns a permanent error when a step's earlier attempts
 // of kind lost their worker (it died or froze past its lease, with no
 // outcome) DeliveryLimit times or more: the task is probably killing its
-// workers. The store's count of lost attempts is the truth; the Redis
-// delivery count is not enough on its own, because a task that is
-// redelivered under a new id (the reconciler requeues an expired step by
-// its current attempt) or dropped as stale and enqueued afresh starts
-// counting from one again. Only attempts after the first ask the store.
+// workers. It counts in the store, the truth, not Redis' delivery count:
+// that one restarts from one whenever a step is requeued under a new task
+// id (the reconciler requeues an expired step by its current attempt) or
+// a redelivery is dropped as stale and enqueued afresh, and it grows while
+// the store is unreachable and tasks are put back untried, which would
+// dead-letter healthy steps after a database outage. A first attempt has
+// nothing to count.
 func (e *Engine) deliveryLimit(ctx context.Context, ex *execution, kind persistence.AttemptKind, attempt int) error {
-	lost := ex.task.Deliveries - 1
-	if attempt > 1 {
-		atts, err := e.store.AttemptList(ctx, ex.runID)
-		if err == nil {
-			n := 0
-			for _, a := range atts {
-				if a.Step == ex.step && a.Kind == kind && a.Outcome == persistence.OutcomeLost {
-					n++
-				}
-			}
-			lost = max(lost, n)
+	if attempt <= 1 {
+		return nil
+	}
+	atts, err := e.store.AttemptList(ctx, ex.runID)
+	if err != nil {
+		return nil // the attempt budget still bounds the step
+	}
+	lost := 0
+	for _, a := range atts {
+		if a.Step == ex.step && a.Kind == kind && a.Outcome == persistence.OutcomeLost {
+			lost++
 		}
 	}
 	if lost < e.cfg.DeliveryLimit {
 		return nil
 	}
-	return steps.Permanent(fmt.Errorf("task delivered %d times without an outcome (delivery limit %d): it may be killing its workers",
-		lost+1, e.cfg.DeliveryLimit))
+	return steps.Permanent(fmt.Errorf("%d attempts lost their worker without an outcome (delivery limit %d): it may be killing its workers",
+		lost, e.cfg.DeliveryLimit))
 }

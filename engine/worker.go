@@ -415,6 +415,17 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		e.log.Warn("stale completion refused: the lease was taken over", "run_id", ex.runID, "step", ex.step, "attempt", res.Step.Attempt)
 		return true
 	}
+	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
+		// The store refuses the output itself (over MaxPayload): running
+		// the step again would make the same output, so it is dead, with
+		// the reason, rather than retried as if the store were down.
+		w := e.Workflow(res.Run.Workflow)
+		var sdef *dag.Step
+		if w != nil {
+			sdef = w.Step(ex.step)
+		}
+		return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), e.log.With("run_id", ex.runID, "step", ex.step))
+	}
 	if err != nil {
 		e.stats.errors.Add(1)
 		e.log.Error("recording success failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)

@@ -470,8 +470,8 @@ func (c *cluster) waitEvent(timeout time.Duration, kind string, fields ...string
 	}
 }
 
-// trigger starts a run of wf with p as input.
-func (c *cluster) trigger(wf string, p plan) string {
+// trigger starts a run of wf with p (a plan, or any input) as input.
+func (c *cluster) trigger(wf string, p any) string {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/dagflow/dagflow/engine"
@@ -48,3 +49,5 @@ func successes(info engine.RunInfo, step string) int {
 	}
 	return n
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

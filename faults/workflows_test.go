@@ -220,7 +220,13 @@ func (h *handlers) hold(ctx context.Context, p plan, sc steps.Context, kind stri
 const (
 	wfChain  = "chain"  // a -> b -> c -> d; a, b, c compensate
 	wfCrashy = "crashy" // k1 -> k2; k1 compensates; many attempts allowed
+	wfTyped  = "typed"  // t, a typed step taking an order
 )
+
+// order is the typed step's input.
+type order struct {
+	Qty int `json:"qty"`
+}
 
 var chainSteps = []string{"a", "b", "c", "d"}
 
@@ -250,5 +256,13 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy}, nil
+	typed, err := dag.New(wfTyped, dag.DefaultRetry(retry)).
+		Step("t", steps.Typed(func(ctx context.Context, sc steps.Context, in order) (order, error) {
+			return in, h.effect(ctx, sc, effectDo)
+		})).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed}, nil
 }
