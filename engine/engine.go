@@ -42,9 +42,14 @@ type Engine struct {
 	// to give up and their leases are released.
 	runCtx    context.Context
 	runCancel context.CancelFunc
-	wg        sync.WaitGroup // fetchers, reconciler
+	wg        sync.WaitGroup // reconciler, scheduler
+	fetchDone chan struct{}  // closed when the fetch loop has ended
 	handlers  sync.WaitGroup // running steps
 	slots     chan struct{}
+
+	completions chan *completion // to the committers (batch.go)
+	stopCommit  chan struct{}
+	commitWG    sync.WaitGroup
 
 	inflightMu sync.Mutex
 	inflight   map[string]*execution // by task id
@@ -166,10 +171,18 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.fetchCtx, e.fetchCancel = context.WithCancel(context.Background())
 	e.runCtx, e.runCancel = context.WithCancel(context.Background())
+	e.fetchDone = make(chan struct{})
+	e.completions = make(chan *completion, maxCommitBatch)
+	e.stopCommit = make(chan struct{})
+	for range committers {
+		e.commitWG.Add(1)
+		go e.commitLoop()
+	}
 	if !e.cfg.NoWorkers && e.cfg.Concurrency > 0 {
 		e.slots = make(chan struct{}, e.cfg.Concurrency)
-		e.wg.Add(1)
 		go e.fetchLoop()
+	} else {
+		close(e.fetchDone)
 	}
 	if e.cfg.ReconcileInterval > 0 {
 		e.wg.Add(1)
@@ -195,8 +208,10 @@ func (e *Engine) Stop(ctx context.Context) error {
 			return
 		}
 		e.fetchCancel()
+		// The fetch loop starts handlers; wait for it to end before
+		// waiting for them.
 		done := make(chan struct{})
-		go func() { e.handlers.Wait(); close(done) }()
+		go func() { <-e.fetchDone; e.handlers.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -206,6 +221,8 @@ func (e *Engine) Stop(ctx context.Context) error {
 			<-done
 		}
 		e.runCancel()
+		close(e.stopCommit)
+		e.commitWG.Wait()
 		e.wg.Wait()
 		e.log.Info("engine stopped")
 	})

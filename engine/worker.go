@@ -71,6 +71,7 @@ type execution struct {
 	fence    string
 	cancel   context.CancelCauseFunc
 	released atomic.Bool // Stop released the lease: record nothing
+	acked    bool        // the committer acked the task (owner goroutine only)
 }
 
 var (
@@ -98,10 +99,10 @@ func (e *Engine) queueNames() []string {
 	return names
 }
 
-// fetchLoop takes tasks from Redis while slots are free and runs each in
-// its own goroutine.
+// fetchLoop takes tasks from Redis while slots are free, claims them in
+// batches and runs each in its own goroutine.
 func (e *Engine) fetchLoop() {
-	defer e.wg.Done()
+	defer close(e.fetchDone)
 	backoff := 50 * time.Millisecond
 	for {
 		// Wait for at least one free slot.
@@ -147,58 +148,7 @@ func (e *Engine) fetchLoop() {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		for _, t := range tasks {
-			e.handlers.Add(1)
-			go func(t queue.Task) {
-				defer func() { <-e.slots; e.handlers.Done() }()
-				e.process(t)
-			}(t)
-		}
-	}
-}
-
-// process runs one task to an outcome and acks it.
-func (e *Engine) process(t queue.Task) {
-	ctx := e.runCtx
-	ref, err := parseTaskID(t.ID)
-	if err != nil {
-		e.log.Error("dropping malformed task", "task", t.ID, "err", err)
-		e.ack(t)
-		return
-	}
-	ex := &execution{task: t, runID: ref.RunID, step: ref.Step}
-	e.inflightMu.Lock()
-	e.inflight[t.ID] = ex
-	e.inflightMu.Unlock()
-	defer func() {
-		e.inflightMu.Lock()
-		delete(e.inflight, t.ID)
-		e.inflightMu.Unlock()
-	}()
-	var done bool
-	if ref.Compensation {
-		done = e.runCompensation(ctx, ex, ref)
-	} else {
-		done = e.runStep(ctx, ex, ref)
-	}
-	if ex.released.Load() {
-		return
-	}
-	if done {
-		e.ack(t)
-		return
-	}
-	// The store could not be reached: try the task again soon. If even
-	// Redis fails, the lease expires and the task comes back anyway.
-	if err := e.q.Retry(context.WithoutCancel(ctx), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
-		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
-	}
-}
-
-func (e *Engine) ack(t queue.Task) {
-	if err := e.q.Ack(context.WithoutCancel(e.runCtx), t.Queue, t.ID); err != nil {
-		// The task comes back after its lease; the store's claim drops it.
-		e.log.Warn("ack failed", "task", t.ID, "err", err)
+		e.dispatch(tasks)
 	}
 }
 
@@ -234,16 +184,10 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 	}
 }
 
-// runStep executes a forward attempt. It returns false when the task
-// should be tried again because the store was unreachable.
-func (e *Engine) runStep(ctx context.Context, ex *execution, ref taskRef) bool {
-	res, ok, err := e.claim(ctx, ex, ref, nil)
-	if err != nil {
-		return false
-	}
-	if !ok {
-		return true
-	}
+// runClaimed executes a claimed forward attempt. It returns false when
+// the task should be tried again because the store was unreachable.
+func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.StepClaimResult) bool {
+	ref := taskRef{RunID: ex.runID, Step: ex.step}
 	e.stats.stepsStarted.Add(1)
 	log := e.log.With("run_id", ref.RunID, "workflow", res.Run.Workflow, "step", ref.Step, "attempt", res.Step.Attempt)
 	w := e.Workflow(res.Run.Workflow)
@@ -274,19 +218,16 @@ func (e *Engine) runStep(ctx context.Context, ex *execution, ref taskRef) bool {
 		Metadata:       res.Run.Metadata,
 		Logger:         log,
 	}
-	if len(sdef.Deps) > 0 {
-		sts, err := e.store.StepList(ctx, ref.RunID)
-		if err != nil {
-			e.stats.errors.Add(1)
-			return false
+	if len(res.Outputs) > 0 {
+		sc.Outputs = make(map[string]json.RawMessage, len(res.Outputs))
+		for k, v := range res.Outputs {
+			sc.Outputs[k] = json.RawMessage(v)
 		}
-		sc.Outputs = map[string]json.RawMessage{}
-		outcomes := map[string]dag.Outcome{}
-		for _, s := range sts {
-			outcomes[s.Step] = outcomeOf(s.Status)
-			if s.Output != nil {
-				sc.Outputs[s.Step] = json.RawMessage(s.Output)
-			}
+	}
+	if len(sdef.Needs) > 0 {
+		outcomes := make(map[string]dag.Outcome, len(res.Upstream))
+		for k, st := range res.Upstream {
+			outcomes[k] = outcomeOf(st)
 		}
 		if w.ShouldSkip(ref.Step, outcomes) {
 			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
@@ -407,7 +348,7 @@ func (e *Engine) heartbeat(ctx context.Context, ex *execution, cancel context.Ca
 func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
 	Info(string, ...any)
 }) bool {
-	cres, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
+	cres, err := e.complete(ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: out, Now: e.clock.Now(),
 	})
 	if errors.Is(err, persistence.ErrFenceMismatch) {
@@ -432,14 +373,13 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		return false
 	}
 	e.stats.stepsSucceeded.Add(1)
-	e.enqueueSteps(ctx, cres.Ready)
 	if cres.RunFinished {
 		log.Info("run succeeded")
-		return true
 	}
-	if len(cres.Ready) == 0 {
-		// The run may be compensating: this success needs undoing too.
-		e.maybeAdvanceSaga(ctx, ex.runID)
+	if cres.RunStatus == persistence.RunCompensating {
+		// The run began compensating while this step ran: its success
+		// needs undoing too.
+		e.advanceSaga(ctx, ex.runID)
 	}
 	return true
 }
@@ -447,7 +387,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence.StepClaimResult, why string, log interface {
 	Info(string, ...any)
 }) bool {
-	cres, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
+	cres, err := e.complete(ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
 	})
 	if errors.Is(err, persistence.ErrFenceMismatch) {
@@ -460,9 +400,8 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 	}
 	e.stats.stepsSkipped.Add(1)
 	log.Info("step skipped", "reason", why)
-	e.enqueueSteps(ctx, cres.Ready)
-	if !cres.RunFinished && len(cres.Ready) == 0 {
-		e.maybeAdvanceSaga(ctx, ex.runID)
+	if cres.RunStatus == persistence.RunCompensating {
+		e.advanceSaga(ctx, ex.runID)
 	}
 	return true
 }

@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/queue"
+)
+
+// Group commit on the hot path. The fetch loop claims every forward task
+// of a dequeued batch in one store transaction (StepClaimMany), and the
+// outcomes of steps that succeeded or were skipped are recorded by a few
+// committers, each taking whatever completions are waiting (up to
+// maxCommitBatch) in one transaction (StepCompleteMany), then enqueueing
+// the released steps and acking the finished tasks in one Redis call per
+// queue. Under load batches grow by themselves; an idle engine commits a
+// lone completion at once, so batching adds no waiting.
+
+const (
+	// maxCommitBatch bounds one completion transaction.
+	maxCommitBatch = 256
+	// committers is how many completion transactions may be in flight at
+	// once: one commits while the next batch gathers.
+	committers = 2
+)
+
+// dispatch claims the forward tasks of a dequeued batch and starts a
+// goroutine for every task this node may run. Each task holds a slot until
+// its goroutine ends, or is given back at once when dropped.
+func (e *Engine) dispatch(tasks []queue.Task) {
+	var fwd []*execution
+	for _, t := range tasks {
+		ref, err := parseTaskID(t.ID)
+		if err != nil {
+			e.log.Error("dropping malformed task", "task", t.ID, "err", err)
+			e.ackTasks([]queue.Task{t})
+			<-e.slots
+			continue
+		}
+		ex := &execution{task: t, runID: ref.RunID, step: ref.Step}
+		if ref.Compensation {
+			e.goRun(ex, func() bool { return e.runCompensation(e.runCtx, ex, ref) })
+			continue
+		}
+		fwd = append(fwd, ex)
+	}
+	for len(fwd) > 0 {
+		n := min(len(fwd), maxCommitBatch)
+		e.claimBatch(fwd[:n])
+		fwd = fwd[n:]
+	}
+}
+
+// claimBatch claims forward tasks in one transaction.
+func (e *Engine) claimBatch(batch []*execution) {
+	fence := uuid.NewString()
+	now := e.clock.Now()
+	items := make([]persistence.StepClaimItem, len(batch))
+	for i, ex := range batch {
+		items[i] = persistence.StepClaimItem{RunID: ex.runID, Step: ex.step}
+	}
+	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
+		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+	})
+	if err != nil {
+		// The store could not be asked: the tasks come back soon.
+		e.stats.errors.Add(1)
+		e.log.Warn("claim failed; tasks retried shortly", "tasks", len(batch), "err", err)
+		for _, ex := range batch {
+			e.retrySoon(ex.task)
+			<-e.slots
+		}
+		return
+	}
+	var drop []queue.Task
+	for i, ex := range batch {
+		o := outs[i]
+		if o.Err != nil {
+			// Someone else owns the step, or it is finished or gone: the
+			// task is stale.
+			if !errors.Is(o.Err, persistence.ErrNotClaimable) && !errors.Is(o.Err, persistence.ErrStepNotFound) {
+				e.log.Warn("claim refused", "task", ex.task.ID, "err", o.Err)
+			}
+			drop = append(drop, ex.task)
+			<-e.slots
+			continue
+		}
+		ex.fence = fence
+		res := o.Result
+		e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
+	}
+	e.ackTasks(drop)
+}
+
+// goRun runs one task's work in its own goroutine, then acks the task
+// (unless the work acked it, or Stop released it) or, when the work could
+// not reach the store, hands it back for a retry shortly.
+func (e *Engine) goRun(ex *execution, work func() bool) {
+	e.handlers.Add(1)
+	e.inflightMu.Lock()
+	e.inflight[ex.task.ID] = ex
+	e.inflightMu.Unlock()
+	go func() {
+		defer func() {
+			e.inflightMu.Lock()
+			delete(e.inflight, ex.task.ID)
+			e.inflightMu.Unlock()
+			<-e.slots
+			e.handlers.Done()
+		}()
+		done := work()
+		switch {
+		case ex.released.Load(), ex.acked:
+		case done:
+			e.ackTasks([]queue.Task{ex.task})
+		default:
+			e.retrySoon(ex.task)
+		}
+	}()
+}
+
+func (e *Engine) retrySoon(t queue.Task) {
+	if err := e.q.Retry(context.Background(), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
+		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
+	}
+}
+
+// ackTasks acks tasks, one Redis call per queue. A failed ack is harmless:
+// the task comes back after its lease and the store's claim drops it.
+func (e *Engine) ackTasks(tasks []queue.Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	byQueue := map[string][]string{}
+	for _, t := range tasks {
+		byQueue[t.Queue] = append(byQueue[t.Queue], t.ID)
+	}
+	for name, ids := range byQueue {
+		if err := e.q.Ack(context.Background(), name, ids...); err != nil {
+			e.log.Warn("ack failed", "queue", name, "tasks", len(ids), "err", err)
+		}
+	}
+}
+
+// completion is one step outcome waiting for a committer.
+type completion struct {
+	p    persistence.StepCompleteParams
+	task queue.Task
+	done chan completionResult
+}
+
+type completionResult struct {
+	res persistence.StepCompleteResult
+	err error // the item's error, or the batch's
+}
+
+// complete records a success or skip through the committers and waits for
+// the outcome. When it returns without error the task was acked and the
+// released steps enqueued. A batch that could not reach the store is tried
+// again for up to half a lease, so a short database outage does not make a
+// finished step run again.
+func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+	deadline := time.Now().Add(e.cfg.Lease / 2)
+	backoff := 50 * time.Millisecond
+	for {
+		c := &completion{p: p, task: ex.task, done: make(chan completionResult, 1)}
+		e.completions <- c
+		r := <-c.done
+		if r.err == nil {
+			ex.acked = true
+			return r.res, nil
+		}
+		if isItemError(r.err) || time.Now().After(deadline) {
+			return r.res, r.err
+		}
+		e.log.Warn("recording an outcome failed; trying again", "run_id", p.RunID, "step", p.Step, "err", r.err)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// isItemError reports an answer about the item itself (not a store that
+// could not be reached), which trying again would not change.
+func isItemError(err error) bool {
+	return errors.Is(err, persistence.ErrFenceMismatch) || errors.Is(err, persistence.ErrStepNotFound) ||
+		errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrTooLarge) ||
+		errors.Is(err, persistence.ErrRunNotFound)
+}
+
+// commitLoop records waiting completions in batches until stopCommit is
+// closed (after every handler has finished).
+func (e *Engine) commitLoop() {
+	defer e.commitWG.Done()
+	for {
+		var first *completion
+		select {
+		case first = <-e.completions:
+		case <-e.stopCommit:
+			return
+		}
+		batch := []*completion{first}
+	gather:
+		for len(batch) < maxCommitBatch {
+			select {
+			case c := <-e.completions:
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		e.commitBatch(batch)
+	}
+}
+
+func (e *Engine) commitBatch(batch []*completion) {
+	ps := make([]persistence.StepCompleteParams, len(batch))
+	for i, c := range batch {
+		ps[i] = c.p
+	}
+	outs, err := e.store.StepCompleteMany(context.Background(), ps)
+	if err != nil {
+		e.stats.errors.Add(1)
+		for _, c := range batch {
+			c.done <- completionResult{err: err}
+		}
+		return
+	}
+	var ready []persistence.StepRun
+	var acks []queue.Task
+	for i, c := range batch {
+		o := outs[i]
+		switch {
+		case o.Err == nil:
+			ready = append(ready, o.Result.Ready...)
+			acks = append(acks, c.task)
+		case errors.Is(o.Err, persistence.ErrFenceMismatch):
+			acks = append(acks, c.task) // a zombie's task: the new owner has its own
+		}
+	}
+	// Enqueue before ack: a crash in between leaves a duplicate task (the
+	// claim drops it), never a lost one.
+	e.enqueueSteps(context.Background(), ready)
+	e.ackTasks(acks)
+	for i, c := range batch {
+		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err}
+	}
+}
