@@ -114,11 +114,6 @@ func TestBenchMySQL(t *testing.T) {
 	if res["errors"] != 0.0 || res["backlog_steps"] != 3000.0 || res["history"] != 500.0 {
 		t.Errorf("errors %v, backlog_steps %v, history %v", res["errors"], res["backlog_steps"], res["history"])
 	}
-	// Every step costs at least one transaction (its outcome) and one
-	// Redis round trip (its dequeue or ack).
-	if v := res["mysql_transactions_per_step"].(float64); v < 1 {
-		t.Errorf("mysql_transactions_per_step = %v, want >= 1", v)
-	}
 	if !strings.Contains(table, "BACKLOG") || !strings.Contains(table, "MySQL round trips") {
 		t.Errorf("table lacks the backlog or MySQL rows:\n%s", table)
 	}
