@@ -63,6 +63,8 @@ func (e *Engine) claimBatch(batch []*execution) {
 	for i, ex := range batch {
 		items[i] = persistence.StepClaimItem{RunID: ex.runID, Step: ex.step}
 	}
+	e.stats.claimBatches.Add(1)
+	e.stats.claimItems.Add(int64(len(batch)))
 	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
 		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
 	})
@@ -221,6 +223,8 @@ func (e *Engine) commitBatch(batch []*completion) {
 	for i, c := range batch {
 		ps[i] = c.p
 	}
+	e.stats.commitBatches.Add(1)
+	e.stats.commitItems.Add(int64(len(batch)))
 	outs, err := e.store.StepCompleteMany(context.Background(), ps)
 	if err != nil {
 		e.stats.errors.Add(1)

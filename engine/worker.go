@@ -29,6 +29,10 @@ type counters struct {
 	compensations    atomic.Int64
 	reconciled       atomic.Int64
 	errors           atomic.Int64
+	claimBatches     atomic.Int64
+	claimItems       atomic.Int64
+	commitBatches    atomic.Int64
+	commitItems      atomic.Int64
 }
 
 // Stats are an engine's running totals since New.
@@ -46,6 +50,11 @@ type Stats struct {
 	Reconciled       int64 // tasks the reconciler put back into Redis
 	Errors           int64 // store or Redis errors seen by workers
 	InFlight         int
+	// ClaimBatches and ClaimItems count claim transactions and the tasks
+	// they carried; CommitBatches and CommitItems the same for completions.
+	// Items per batch is the group commit's effect.
+	ClaimBatches, ClaimItems   int64
+	CommitBatches, CommitItems int64
 }
 
 // Stats returns the engine's running totals.
@@ -60,6 +69,8 @@ func (e *Engine) Stats() Stats {
 		StepsDead: c.stepsDead.Load(), StepsSkipped: c.stepsSkipped.Load(),
 		StaleCompletions: c.staleCompletions.Load(), Compensations: c.compensations.Load(),
 		Reconciled: c.reconciled.Load(), Errors: c.errors.Load(), InFlight: n,
+		ClaimBatches: c.claimBatches.Load(), ClaimItems: c.claimItems.Load(),
+		CommitBatches: c.commitBatches.Load(), CommitItems: c.commitItems.Load(),
 	}
 }
 

@@ -390,8 +390,10 @@ type phaseResult struct {
 	start       time.Time
 	end         time.Time // when the last step's completion was committed
 	runs        int
-	failed      int64 // engine errors, failed or dead steps during the phase
-	triggerLate int   // fixed rate only: triggers started over 10ms late
+	failed      int64   // engine errors, failed or dead steps during the phase
+	claimBatch  float64 // steps per claim transaction
+	commitBatch float64 // steps per completion transaction
+	triggerLate int     // fixed rate only: triggers started over 10ms late
 }
 
 func (p phaseResult) seconds() float64 { return p.end.Sub(p.start).Seconds() }
@@ -439,7 +441,21 @@ func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
 	}
 	p.end = end
 	p.failed = b.failures(base)
+	p.claimBatch, p.commitBatch = b.batchSizes(base)
 	return p, nil
+}
+
+// batchSizes returns the steps per claim and per completion transaction
+// since base.
+func (b *bench) batchSizes(base engine.Stats) (claim, commit float64) {
+	st := b.eng.Stats()
+	if n := st.ClaimBatches - base.ClaimBatches; n > 0 {
+		claim = float64(st.ClaimItems-base.ClaimItems) / float64(n)
+	}
+	if n := st.CommitBatches - base.CommitBatches; n > 0 {
+		commit = float64(st.CommitItems-base.CommitItems) / float64(n)
+	}
+	return claim, commit
 }
 
 // openLoop triggers runs at rate per second for d, each from its own

@@ -34,10 +34,13 @@ type benchResult struct {
 	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
 
 	// Full load: cfg.runs triggered as fast as cfg.triggers goroutines can.
-	Seconds       float64  `json:"seconds"`
-	RunsPerS      float64  `json:"runs_per_s"`
-	StepsPerS     float64  `json:"steps_per_s"`
-	Errors        int64    `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	RunsPerS  float64 `json:"runs_per_s"`
+	StepsPerS float64 `json:"steps_per_s"`
+	Errors    int64   `json:"errors"`
+	// Steps per claim and per completion transaction (the group commit).
+	ClaimBatch    float64  `json:"steps_per_claim_tx"`
+	CommitBatch   float64  `json:"steps_per_complete_tx"`
 	SampledRuns   int      `json:"sampled_runs"`
 	DispatchP50Ms *float64 `json:"dispatch_p50_ms"`
 	DispatchP90Ms *float64 `json:"dispatch_p90_ms"`
@@ -138,6 +141,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	r.RunsPerS = p.runsPerSecond()
 	r.StepsPerS = steps / p.seconds()
 	r.Errors = p.failed
+	r.ClaimBatch, r.CommitBatch = p.claimBatch, p.commitBatch
 	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
 	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
 	r.CPUSecondsPer1000Steps = (after.cpu - before.cpu).Seconds() / (steps / 1000)
@@ -243,6 +247,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 	row("dispatch p50/p90/p99", ms(r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms)+" ms", fmt.Sprintf("step queued (store time) -> handler start; %d runs sampled", r.SampledRuns))
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
+	row("group commit", fmt.Sprintf("%.1f / %.1f", r.ClaimBatch, r.CommitBatch), "steps per claim / per completion transaction")
 	if r.RateOfferedRunsPerS != nil {
 		fmt.Fprintln(tw, "  \t\t")
 		row("FIXED RATE", fmt.Sprintf("%.1f runs/s offered, %d runs", *r.RateOfferedRunsPerS, *r.RateRuns), "open loop: one trigger per tick, not waiting for earlier ones")
