@@ -118,7 +118,12 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 		switch {
 		case ex.released.Load(), ex.acked:
 		case done:
-			e.ackTasks([]queue.Task{ex.task})
+			if !ex.eager {
+				e.ackTasks([]queue.Task{ex.task})
+			}
+		case ex.eager:
+			// Claimed at release, so not in Redis: enqueue it for later.
+			e.enqueueAt(ex.task, e.clock.Now().Add(time.Second))
 		default:
 			e.retrySoon(ex.task)
 		}
@@ -128,6 +133,12 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 func (e *Engine) retrySoon(t queue.Task) {
 	if err := e.q.Retry(context.Background(), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
 		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
+	}
+}
+
+func (e *Engine) enqueueAt(t queue.Task, at time.Time) {
+	if _, err := e.q.Enqueue(context.Background(), t.Queue, queue.Item{ID: t.ID, At: at}); err != nil {
+		e.log.Warn("enqueue of task failed; the reconciler will find it", "task", t.ID, "err", err)
 	}
 }
 
@@ -150,9 +161,10 @@ func (e *Engine) ackTasks(tasks []queue.Task) {
 
 // completion is one step outcome waiting for a committer.
 type completion struct {
-	p    persistence.StepCompleteParams
-	task queue.Task
-	done chan completionResult
+	p     persistence.StepCompleteParams
+	task  queue.Task
+	eager bool // the task is not in Redis (claimed at release)
+	done  chan completionResult
 }
 
 type completionResult struct {
@@ -169,7 +181,7 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 	deadline := time.Now().Add(e.cfg.Lease / 2)
 	backoff := 50 * time.Millisecond
 	for {
-		c := &completion{p: p, task: ex.task, done: make(chan completionResult, 1)}
+		c := &completion{p: p, task: ex.task, eager: ex.eager, done: make(chan completionResult, 1)}
 		e.completions <- c
 		r := <-c.done
 		if r.err == nil {
@@ -225,9 +237,15 @@ func (e *Engine) commitBatch(batch []*completion) {
 	}
 	e.stats.commitBatches.Add(1)
 	e.stats.commitItems.Add(int64(len(batch)))
-	outs, err := e.store.StepCompleteMany(context.Background(), ps)
+	// Claim at release: the steps this batch releases run here at once,
+	// on free slots, without a trip through Redis and a claim transaction.
+	rc, slots := e.releaseClaim(2 * len(batch))
+	outs, err := e.store.StepCompleteMany(context.Background(), persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
 	if err != nil {
 		e.stats.errors.Add(1)
+		for range slots {
+			<-e.slots
+		}
 		for _, c := range batch {
 			c.done <- completionResult{err: err}
 		}
@@ -235,15 +253,25 @@ func (e *Engine) commitBatch(batch []*completion) {
 	}
 	var ready []persistence.StepRun
 	var acks []queue.Task
+	used := 0
 	for i, c := range batch {
 		o := outs[i]
 		switch {
 		case o.Err == nil:
 			ready = append(ready, o.Result.Ready...)
-			acks = append(acks, c.task)
-		case errors.Is(o.Err, persistence.ErrFenceMismatch):
+			if !c.eager {
+				acks = append(acks, c.task)
+			}
+			for _, cl := range o.Result.Claimed {
+				used++
+				e.runEager(cl, rc.Fence)
+			}
+		case errors.Is(o.Err, persistence.ErrFenceMismatch) && !c.eager:
 			acks = append(acks, c.task) // a zombie's task: the new owner has its own
 		}
+	}
+	for ; used < slots; used++ {
+		<-e.slots
 	}
 	// Enqueue before ack: a crash in between leaves a duplicate task (the
 	// claim drops it), never a lost one.
@@ -252,4 +280,42 @@ func (e *Engine) commitBatch(batch []*completion) {
 	for i, c := range batch {
 		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err}
 	}
+}
+
+// releaseClaim takes up to max free slots without waiting and returns the
+// claim that lets a completion batch fill them, or nil when none is free
+// (or the node is stopping or runs no workers).
+func (e *Engine) releaseClaim(max int) (*persistence.ReleaseClaim, int) {
+	if e.slots == nil || e.fetchCtx.Err() != nil {
+		return nil, 0
+	}
+	n := 0
+take:
+	for n < max {
+		select {
+		case e.slots <- struct{}{}:
+			n++
+		default:
+			break take
+		}
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	return &persistence.ReleaseClaim{
+		Queues: e.queueNames(), Max: n, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
+		LeaseUntil: e.clock.Now().Add(e.cfg.Lease),
+	}, n
+}
+
+// runEager runs a step claimed at release on one of the slots its batch
+// took. Its task is not in Redis.
+func (e *Engine) runEager(res persistence.StepClaimResult, fence string) {
+	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
+	ex := &execution{
+		task:  queue.Task{ID: ref.String(), Queue: res.Step.Queue, Deliveries: 1, LeaseUntil: *res.Step.LeaseExpiresAt},
+		runID: ref.RunID, step: ref.Step, fence: fence, eager: true,
+	}
+	e.stats.claimedAtRelease.Add(1)
+	e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
 }

@@ -77,9 +77,11 @@ type Store interface {
 	StepComplete(ctx context.Context, p StepCompleteParams) (StepCompleteResult, error)
 	// StepCompleteMany records several forward completions (successes and
 	// skips; Compensation must be false) in one transaction, each exactly
-	// as StepComplete would; Outcomes[i] answers ps[i]. The error is for
-	// the batch as a whole.
-	StepCompleteMany(ctx context.Context, ps []StepCompleteParams) ([]StepCompleteOutcome, error)
+	// as StepComplete would; Outcomes[i] answers p.Items[i]. With
+	// ClaimReleased, steps the batch releases are claimed for the caller
+	// in the same transaction instead of being queued (see
+	// ReleaseClaim). The error is for the batch as a whole.
+	StepCompleteMany(ctx context.Context, p StepCompleteManyParams) ([]StepCompleteOutcome, error)
 	// StepFail records the failure of the fence holder's attempt: a retry
 	// at p.RetryAt, or dead (compensation_failed for a compensation) when
 	// RetryAt is nil. A stale fence gives ErrFenceMismatch.
@@ -300,6 +302,9 @@ type StepCompleteResult struct {
 	// RunStatus is the run's status after the completion (a forward
 	// completion of a compensating run needs the saga's attention).
 	RunStatus RunStatus
+	// Claimed are released steps claimed for the caller (ReleaseClaim),
+	// each with its run and upstream outputs; they are not in Ready.
+	Claimed []StepClaimResult
 }
 
 // StepClaimItem names one step to claim in StepClaimMany.
@@ -322,6 +327,27 @@ type StepClaimManyParams struct {
 type StepClaimOutcome struct {
 	Result StepClaimResult
 	Err    error
+}
+
+// StepCompleteManyParams are the arguments of Store.StepCompleteMany.
+type StepCompleteManyParams struct {
+	Items         []StepCompleteParams
+	ClaimReleased *ReleaseClaim
+}
+
+// ReleaseClaim asks StepCompleteMany to claim, for the caller, steps that
+// the batch releases (their last dependency completed), as StepClaimMany
+// would claim them, in the same transaction: at most Max of them, and only
+// steps of the listed queues. Such a step goes from waiting straight to
+// running with the caller's fence and lease, skipping a round trip through
+// the queue; the others are queued as usual. If the caller dies, the lease
+// expires and the step is taken over like any other.
+type ReleaseClaim struct {
+	Queues     []string
+	Max        int
+	Fence      string
+	Worker     string
+	LeaseUntil time.Time
 }
 
 // StepCompleteOutcome is one item's answer in StepCompleteMany.

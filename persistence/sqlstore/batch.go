@@ -191,18 +191,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 				return err
 			}
 		}
-		var ins strings.Builder
-		ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at) VALUES `)
-		iargs := make([]any, 0, 8*len(claimed))
-		for i, k := range claimed {
-			if i > 0 {
-				ins.WriteString(", ")
-			}
-			ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			iargs = append(iargs, k.run, k.step, string(persistence.AttemptForward), byKey[k].Attempt, worker, fence,
-				string(persistence.OutcomeRunning), s.t(now))
-		}
-		if _, err := s.exec(ctx, q, ins.String(), iargs...); err != nil {
+		if err := s.insertAttempts(ctx, q, claimed, byKey, worker, fence, now); err != nil {
 			return err
 		}
 		// Outputs (and statuses) of what each claimed step may read: every
@@ -270,7 +259,16 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 }
 
 // StepCompleteMany implements persistence.Store.
-func (s *Store) StepCompleteMany(ctx context.Context, ps []persistence.StepCompleteParams) ([]persistence.StepCompleteOutcome, error) {
+func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepCompleteManyParams) ([]persistence.StepCompleteOutcome, error) {
+	ps, rc := mp.Items, mp.ClaimReleased
+	if rc != nil {
+		if err := validToken("fence", rc.Fence, MaxFenceLen); err != nil {
+			return nil, err
+		}
+		if err := validToken("worker", rc.Worker, MaxWorkerLen); err != nil {
+			return nil, err
+		}
+	}
 	if len(ps) > maxBatch {
 		return nil, fmt.Errorf("sqlstore: step complete: %d items, over the batch limit of %d", len(ps), maxBatch)
 	}
@@ -301,18 +299,35 @@ func (s *Store) StepCompleteMany(ctx context.Context, ps []persistence.StepCompl
 		if len(runIDs) == 0 {
 			return nil
 		}
-		var locked []struct {
-			ID     string `db:"id"`
-			Status string `db:"status"`
+		var locked []runRow
+		cols := "id, status"
+		if rc != nil {
+			cols = runCols // a claimed step needs its run's input
 		}
-		if err := s.selectAll(ctx, q, &locked, `SELECT id, status FROM workflow_runs WHERE id IN (`+in(len(runIDs))+
+		if err := s.selectAll(ctx, q, &locked, `SELECT `+cols+` FROM workflow_runs WHERE id IN (`+in(len(runIDs))+
 			`) ORDER BY id`+s.d.ForUpdate, anys(runIDs)...); err != nil {
 			return err
 		}
 		runStatus := make(map[string]string, len(locked))
+		lockedRuns := make(map[string]runRow, len(locked))
 		for _, r := range locked {
 			runStatus[r.ID] = r.Status
+			lockedRuns[r.ID] = r
 		}
+		queues := map[string]bool{}
+		budget := 0
+		if rc != nil {
+			for _, q := range rc.Queues {
+				queues[q] = true
+			}
+			budget = rc.Max
+		}
+		var claimedKeys []stepKey
+		type claimRef struct {
+			item int
+			key  stepKey
+		}
+		var claimRefs []claimRef
 		var rows []stepRow
 		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id IN (`+in(len(runIDs))+
 			`) ORDER BY run_id, step`+s.d.ForUpdate, anys(runIDs)...); err != nil {
@@ -369,11 +384,25 @@ func (s *Store) StepCompleteMany(ctx context.Context, ps []persistence.StepCompl
 					continue // cancelled, or queued by other means
 				}
 				d.UpdatedAt = dbTime{now}
-				changed[stepKey{p.RunID, dn}] = true
+				dk := stepKey{p.RunID, dn}
+				changed[dk] = true
 				if d.PendingDeps <= 1 {
 					d.PendingDeps = 0
 					d.Status = string(persistence.StepQueued)
 					d.QueuedAt = nullTime{T: now, Valid: true}
+					if budget > 0 && queues[d.Queue] && runStatus[p.RunID] == string(persistence.RunRunning) {
+						// Claimed for the caller in this transaction.
+						budget--
+						d.Status = string(persistence.StepRunning)
+						d.Attempt++
+						d.Fence = rc.Fence
+						d.LeaseExpiresAt = nullTime{T: norm(rc.LeaseUntil), Valid: true}
+						d.NextAttemptAt = nullTime{}
+						d.StartedAt = nullTime{T: now, Valid: true}
+						claimedKeys = append(claimedKeys, dk)
+						claimRefs = append(claimRefs, claimRef{i, dk})
+						continue
+					}
 					res.Ready = append(res.Ready, d.record())
 				} else {
 					d.PendingDeps--
@@ -410,8 +439,43 @@ func (s *Store) StepCompleteMany(ctx context.Context, ps []persistence.StepCompl
 				out[i].Result.RunStatus = persistence.RunStatus(runStatus[p.RunID])
 			}
 		}
+		for _, cr := range claimRefs {
+			run, err := lockedRuns[cr.key.run].record()
+			if err != nil {
+				return err
+			}
+			d := byKey[cr.key]
+			res := persistence.StepClaimResult{Step: d.record(), Run: run}
+			for _, n := range upstream(cr.key, func(k stepKey) []string {
+				if r := byKey[k]; r != nil {
+					return splitNames(r.Deps)
+				}
+				return nil
+			}) {
+				u := byKey[stepKey{cr.key.run, n}]
+				if u == nil {
+					continue
+				}
+				if res.Upstream == nil {
+					res.Upstream = map[string]persistence.StepStatus{}
+				}
+				res.Upstream[n] = persistence.StepStatus(u.Status)
+				if len(u.Output) > 0 {
+					if res.Outputs == nil {
+						res.Outputs = map[string][]byte{}
+					}
+					res.Outputs[n] = u.Output
+				}
+			}
+			out[cr.item].Result.Claimed = append(out[cr.item].Result.Claimed, res)
+		}
 		if err := s.upsertSteps(ctx, q, byKey, changed); err != nil {
 			return err
+		}
+		if len(claimedKeys) > 0 {
+			if err := s.insertAttempts(ctx, q, claimedKeys, byKey, rc.Worker, rc.Fence, now); err != nil {
+				return err
+			}
 		}
 		for outcome, fs := range attempts {
 			var b strings.Builder
@@ -507,4 +571,21 @@ func upstream(k stepKey, deps func(stepKey) []string) []string {
 		stack = append(stack, deps(stepKey{k.run, n})...)
 	}
 	return out
+}
+
+// insertAttempts adds a running forward attempt row for each claimed step.
+func (s *Store) insertAttempts(ctx context.Context, q querier, keys []stepKey, byKey map[stepKey]*stepRow, worker, fence string, now time.Time) error {
+	var ins strings.Builder
+	ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at) VALUES `)
+	args := make([]any, 0, 8*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			ins.WriteString(", ")
+		}
+		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, k.run, k.step, string(persistence.AttemptForward), byKey[k].Attempt, worker, fence,
+			string(persistence.OutcomeRunning), s.t(now))
+	}
+	_, err := s.exec(ctx, q, ins.String(), args...)
+	return err
 }

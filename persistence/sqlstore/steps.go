@@ -216,7 +216,7 @@ func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompletePara
 		return persistence.StepCompleteResult{}, err
 	}
 	if !p.Compensation {
-		outs, err := s.StepCompleteMany(ctx, []persistence.StepCompleteParams{p})
+		outs, err := s.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{p}})
 		if err != nil {
 			return persistence.StepCompleteResult{}, err
 		}

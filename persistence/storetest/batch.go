@@ -127,13 +127,13 @@ func (s *suite) testCompleteMany(t *testing.T, st persistence.Store) {
 		claim(t, st, id, step, "f"+step, t0)
 	}
 	claim(t, st, other, "x", "fx", t0)
-	outs, err := st.StepCompleteMany(c, []persistence.StepCompleteParams{
+	outs, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{
 		{RunID: id, Step: "a", Fence: "fa", Output: []byte(`{"a":1}`), Now: at(time.Second)},
 		{RunID: id, Step: "b", Fence: "stale", Now: at(time.Second)},
 		{RunID: id, Step: "c", Fence: "fc", Skipped: true, Now: at(time.Second)},
 		{RunID: other, Step: "x", Fence: "fx", Output: []byte(`{"x":1}`), Now: at(time.Second)},
 		{RunID: id, Step: "b", Fence: "fb", Output: []byte(`not json`), Now: at(time.Second)},
-	})
+	}})
 	if err != nil {
 		t.Fatalf("StepCompleteMany: %v", err)
 	}
@@ -161,16 +161,16 @@ func (s *suite) testCompleteMany(t *testing.T, st persistence.Store) {
 	if got := getStep(t, st, id, "d"); got.Status != persistence.StepWaiting || got.PendingDeps != 1 {
 		t.Errorf("d = %s with %d pending, want waiting with 1", got.Status, got.PendingDeps)
 	}
-	outs, err = st.StepCompleteMany(c, []persistence.StepCompleteParams{
+	outs, err = st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{
 		{RunID: id, Step: "b", Fence: "fb", Now: at(2 * time.Second)},
-	})
+	}})
 	if err != nil || outs[0].Err != nil {
 		t.Fatalf("complete b: %v %v", err, outs[0].Err)
 	}
 	if diff := cmp.Diff([]string{"d"}, names(outs[0].Result.Ready)); diff != "" {
 		t.Errorf("ready after b (-want +got):\n%s", diff)
 	}
-	outs, err = st.StepCompleteMany(c, []persistence.StepCompleteParams{{RunID: id, Step: "d", Fence: "f", Compensation: true}})
+	outs, err = st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{{RunID: id, Step: "d", Fence: "f", Compensation: true}}})
 	if err != nil || outs[0].Err == nil || !strings.Contains(outs[0].Err.Error(), "compensation") {
 		t.Errorf("compensation in a batch: %v / %v, want an error naming it", err, outs[0].Err)
 	}
@@ -200,7 +200,7 @@ func (s *suite) testConcurrentCompleteMany(t *testing.T, st persistence.Store) {
 			for _, id := range ids {
 				ps = append(ps, persistence.StepCompleteParams{RunID: id, Step: step, Fence: "f" + step, Now: at(time.Second)})
 			}
-			outs, err := st.StepCompleteMany(ctx(t), ps)
+			outs, err := st.StepCompleteMany(ctx(t), persistence.StepCompleteManyParams{Items: ps})
 			if err != nil {
 				t.Errorf("rep %d: %v", rep, err)
 				return
@@ -221,5 +221,77 @@ func (s *suite) testConcurrentCompleteMany(t *testing.T, st persistence.Store) {
 				t.Fatalf("rep %d: run %s join released %d times, want 1", rep, id, released[id+"/c"])
 			}
 		}
+	}
+}
+
+// testCompleteClaimsReleased: a completion batch claims the steps it
+// releases for the caller (ReleaseClaim), within the budget and the
+// queues, and queues the rest.
+func (s *suite) testCompleteClaimsReleased(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	r := createRun(t, st, "wf", `{"in":1}`, "a", "b:a", "c:a", "d:b,c")
+	id := r.Run.ID
+	claim(t, st, id, "a", "fa", t0)
+	rc := &persistence.ReleaseClaim{Queues: []string{"q1"}, Max: 1, Fence: "eager", Worker: "w2", LeaseUntil: at(time.Minute)}
+	outs, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{
+		Items:         []persistence.StepCompleteParams{{RunID: id, Step: "a", Fence: "fa", Output: []byte(`{"a":1}`), Now: at(time.Second)}},
+		ClaimReleased: rc,
+	})
+	if err != nil || outs[0].Err != nil {
+		t.Fatalf("complete a: %v %v", err, outs[0].Err)
+	}
+	res := outs[0].Result
+	if len(res.Claimed) != 1 || len(res.Ready) != 1 {
+		t.Fatalf("claimed %d, ready %d; want 1 and 1 (budget 1)", len(res.Claimed), len(res.Ready))
+	}
+	cl := res.Claimed[0]
+	if cl.Step.Status != persistence.StepRunning || cl.Step.Fence != "eager" || cl.Step.Attempt != 1 ||
+		string(cl.Run.Input) != `{"in":1}` || string(cl.Outputs["a"]) != `{"a":1}` || cl.Upstream["a"] != persistence.StepSucceeded {
+		t.Errorf("claimed = %+v", cl)
+	}
+	if got := getStep(t, st, id, cl.Step.Step); got.Status != persistence.StepRunning || got.Fence != "eager" {
+		t.Errorf("stored claimed step = %+v", got)
+	}
+	if res.Ready[0].Status != persistence.StepQueued {
+		t.Errorf("ready = %+v, want queued", res.Ready[0])
+	}
+	atts, err := st.AttemptList(c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range atts {
+		if a.Step == cl.Step.Step && a.Worker == "w2" && a.Outcome == persistence.OutcomeRunning && a.Attempt == 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no running attempt row for the claimed step: %+v", atts)
+	}
+	// The claimed step completes with the claim's fence; a queue the
+	// caller does not work gets nothing claimed.
+	other := claim(t, st, id, res.Ready[0].Step, "fo", at(2*time.Second))
+	outs, err = st.StepCompleteMany(c, persistence.StepCompleteManyParams{
+		Items: []persistence.StepCompleteParams{
+			{RunID: id, Step: cl.Step.Step, Fence: "eager", Now: at(3 * time.Second)},
+			{RunID: id, Step: other.Step.Step, Fence: "fo", Now: at(3 * time.Second)},
+		},
+		ClaimReleased: &persistence.ReleaseClaim{Queues: []string{"elsewhere"}, Max: 10, Fence: "eager2", Worker: "w2", LeaseUntil: at(time.Minute)},
+	})
+	if err != nil || outs[0].Err != nil || outs[1].Err != nil {
+		t.Fatalf("complete b, c: %v %v %v", err, outs[0].Err, outs[1].Err)
+	}
+	var ready []string
+	for _, o := range outs {
+		if len(o.Result.Claimed) != 0 {
+			t.Errorf("claimed %+v for a queue the caller does not work", o.Result.Claimed)
+		}
+		ready = append(ready, names(o.Result.Ready)...)
+	}
+	if diff := cmp.Diff([]string{"d"}, ready); diff != "" {
+		t.Errorf("ready (-want +got):\n%s", diff)
+	}
+	if _, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{ClaimReleased: &persistence.ReleaseClaim{Fence: ""}}); !errors.Is(err, persistence.ErrInvalid) {
+		t.Errorf("empty claim fence: err = %v, want ErrInvalid", err)
 	}
 }

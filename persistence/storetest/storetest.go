@@ -84,6 +84,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"StepClaimMany", s.testClaimMany},
 		{"StepCompleteMany", s.testCompleteMany},
 		{"ConcurrentCompleteMany", s.testConcurrentCompleteMany},
+		{"StepCompleteClaimsReleased", s.testCompleteClaimsReleased},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
