@@ -319,3 +319,92 @@ func (e *Engine) runEager(res persistence.StepClaimResult, fence string) {
 	e.stats.claimedAtRelease.Add(1)
 	e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
 }
+
+// triggerReq is one Trigger call waiting for a trigger loop.
+type triggerReq struct {
+	p    persistence.RunCreateParams
+	done chan triggerResult
+}
+
+type triggerResult struct {
+	res persistence.RunCreateResult
+	err error
+}
+
+// triggerLoops is how many run-creation transactions may be in flight.
+const triggerLoops = 2
+
+// createRun stores a run through the trigger loops, which create the runs
+// of concurrent Trigger calls in one transaction and enqueue their first
+// steps together. An engine that is not running creates it directly.
+func (e *Engine) createRun(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
+	if e.state.Load() != 1 {
+		return e.createDirect(ctx, p)
+	}
+	req := &triggerReq{p: p, done: make(chan triggerResult, 1)}
+	select {
+	case e.triggers <- req:
+	case <-e.stopTrigger:
+		return e.createDirect(ctx, p)
+	case <-ctx.Done():
+		return persistence.RunCreateResult{}, ctx.Err()
+	}
+	// The batch is bounded by the store call; wait for its answer even if
+	// ctx ends, so that a run that was created is reported.
+	r := <-req.done
+	return r.res, r.err
+}
+
+func (e *Engine) createDirect(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
+	res, err := e.store.RunCreate(ctx, p)
+	if err == nil && res.Created {
+		e.enqueueSteps(ctx, res.Steps)
+	}
+	return res, err
+}
+
+// triggerLoop creates the runs of waiting Trigger calls in batches until
+// stopTrigger is closed.
+func (e *Engine) triggerLoop() {
+	defer e.commitWG.Done()
+	for {
+		var first *triggerReq
+		select {
+		case first = <-e.triggers:
+		case <-e.stopTrigger:
+			return
+		}
+		batch := []*triggerReq{first}
+	gather:
+		for len(batch) < maxCommitBatch {
+			select {
+			case r := <-e.triggers:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		ps := make([]persistence.RunCreateParams, len(batch))
+		for i, r := range batch {
+			ps[i] = r.p
+		}
+		outs, err := e.store.RunCreateMany(context.Background(), ps)
+		if err != nil {
+			for _, r := range batch {
+				r.done <- triggerResult{err: err}
+			}
+			continue
+		}
+		var roots []persistence.StepRun
+		for _, o := range outs {
+			if o.Err == nil && o.Result.Created {
+				roots = append(roots, o.Result.Steps...)
+			}
+		}
+		// A failed enqueue is logged; the reconciler dispatches the runs.
+		e.enqueueSteps(context.Background(), roots)
+		for i, r := range batch {
+			r.done <- triggerResult{res: outs[i].Result, err: outs[i].Err}
+		}
+	}
+}

@@ -50,6 +50,8 @@ type Engine struct {
 	completions chan *completion // to the committers (batch.go)
 	stopCommit  chan struct{}
 	commitWG    sync.WaitGroup
+	triggers    chan *triggerReq // to the trigger loops (batch.go), which run from Start to Stop
+	stopTrigger chan struct{}
 
 	inflightMu sync.Mutex
 	inflight   map[string]*execution // by task id
@@ -89,6 +91,9 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*dag.Workflow{},
 		queues:    map[string]bool{},
 		inflight:  map[string]*execution{},
+		// Unbuffered: a request is taken by a trigger loop or not at all.
+		triggers:    make(chan *triggerReq),
+		stopTrigger: make(chan struct{}),
 	}
 	for _, name := range cfg.Queues {
 		e.queues[name] = true
@@ -178,6 +183,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.commitWG.Add(1)
 		go e.commitLoop()
 	}
+	for range triggerLoops {
+		e.commitWG.Add(1)
+		go e.triggerLoop()
+	}
 	if !e.cfg.NoWorkers && e.cfg.Concurrency > 0 {
 		e.slots = make(chan struct{}, e.cfg.Concurrency)
 		go e.fetchLoop()
@@ -222,6 +231,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 		e.runCancel()
 		close(e.stopCommit)
+		close(e.stopTrigger)
 		e.commitWG.Wait()
 		e.wg.Wait()
 		e.log.Info("engine stopped")
@@ -346,13 +356,12 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	if err != nil {
 		return "", err
 	}
-	res, err := e.store.RunCreate(ctx, p)
+	res, err := e.createRun(ctx, p)
 	if err != nil {
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
 	}
 	if res.Created {
 		e.stats.runsCreated.Add(1)
-		e.enqueueSteps(ctx, res.Steps)
 	}
 	return res.Run.ID, nil
 }

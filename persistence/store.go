@@ -20,6 +20,11 @@ type Store interface {
 	// the existing run with Created false; a repeat with a different Input
 	// returns an *IdempotencyConflictError (Is ErrIdempotencyConflict).
 	RunCreate(ctx context.Context, p RunCreateParams) (RunCreateResult, error)
+	// RunCreateMany creates several runs in one transaction (the group
+	// commit of concurrent Trigger calls), each exactly as RunCreate
+	// would; Outcomes[i] answers ps[i]. The error is for the batch as a
+	// whole.
+	RunCreateMany(ctx context.Context, ps []RunCreateParams) ([]RunCreateOutcome, error)
 	// RunGet returns one run, or ErrRunNotFound.
 	RunGet(ctx context.Context, id string) (Run, error)
 	// RunList lists runs, newest first, with filters and a cursor.
@@ -176,6 +181,12 @@ type RunCreateResult struct {
 	Run     Run
 	Steps   []StepRun // the run's steps (for an existing run, as they are now)
 	Created bool      // false when an existing run was returned for the key
+}
+
+// RunCreateOutcome is one item's answer in RunCreateMany.
+type RunCreateOutcome struct {
+	Result RunCreateResult
+	Err    error
 }
 
 // RunListParams filter and page Store.RunList. Zero values mean no filter.

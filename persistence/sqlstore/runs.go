@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -222,11 +223,7 @@ func (s *Store) runCreate(ctx context.Context, q querier, plan runPlan) (persist
 			return res, err
 		}
 	}
-	_, err := s.exec(ctx, q, `INSERT INTO workflow_runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
-		nullBytes(plan.metadata), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
-		s.tp(r.StartedAt), nil, s.t(r.UpdatedAt))
-	if err != nil {
+	if err := s.insertRuns(ctx, q, []runPlan{plan}); err != nil {
 		if !s.d.IsDuplicate(err) {
 			return persistence.RunCreateResult{}, err
 		}
@@ -238,27 +235,6 @@ func (s *Store) runCreate(ctx context.Context, q querier, plan runPlan) (persist
 			}
 		}
 		return persistence.RunCreateResult{}, invalid("run id", r.ID, "already used by another run")
-	}
-	const batch = 200
-	for lo := 0; lo < len(plan.steps); lo += batch {
-		hi := min(lo+batch, len(plan.steps))
-		var sb []byte
-		args := make([]any, 0, (hi-lo)*12)
-		for i := lo; i < hi; i++ {
-			st := plan.steps[i]
-			if i > lo {
-				sb = append(sb, ", "...)
-			}
-			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, '', ?, ?)"...)
-			args = append(args, st.RunID, st.Step, plan.seqs[i], r.Workflow, st.Queue, string(st.Status),
-				joinNames(st.Deps), joinNames(plan.dependents[i]), st.MaxAttempts, st.PendingDeps,
-				s.tp(st.QueuedAt), s.t(st.UpdatedAt))
-		}
-		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
-			attempt, max_attempts, pending_deps, comp_attempt, fence, queued_at, updated_at) VALUES `+string(sb), args...)
-		if err != nil {
-			return persistence.RunCreateResult{}, err
-		}
 	}
 	return persistence.RunCreateResult{Run: r, Steps: slices.Clone(plan.steps), Created: true}, nil
 }
@@ -500,4 +476,113 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 		return err
 	})
 	return n, wrap("run delete finished", err)
+}
+
+// insertRuns inserts runs and all their steps, a few multi-row statements
+// for any number of runs.
+func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) error {
+	const batch = 200
+	for lo := 0; lo < len(plans); lo += batch {
+		hi := min(lo+batch, len(plans))
+		var sb []byte
+		args := make([]any, 0, (hi-lo)*16)
+		for i := lo; i < hi; i++ {
+			r, md := plans[i].run, plans[i].metadata
+			if i > lo {
+				sb = append(sb, ", "...)
+			}
+			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"...)
+			args = append(args, r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
+				nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
+				s.tp(r.StartedAt), nil, s.t(r.UpdatedAt))
+		}
+		if _, err := s.exec(ctx, q, `INSERT INTO workflow_runs (`+runCols+`) VALUES `+string(sb), args...); err != nil {
+			return err
+		}
+	}
+	var sb []byte
+	var args []any
+	rows := 0
+	flush := func() error {
+		if rows == 0 {
+			return nil
+		}
+		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
+			attempt, max_attempts, pending_deps, comp_attempt, fence, queued_at, updated_at) VALUES `+string(sb), args...)
+		sb, args, rows = sb[:0], args[:0], 0
+		return err
+	}
+	for _, plan := range plans {
+		for i, st := range plan.steps {
+			if rows > 0 {
+				sb = append(sb, ", "...)
+			}
+			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, '', ?, ?)"...)
+			args = append(args, st.RunID, st.Step, plan.seqs[i], plan.run.Workflow, st.Queue, string(st.Status),
+				joinNames(st.Deps), joinNames(plan.dependents[i]), st.MaxAttempts, st.PendingDeps,
+				s.tp(st.QueuedAt), s.t(st.UpdatedAt))
+			if rows++; rows == batch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// RunCreateMany implements persistence.Store: runs without an idempotency
+// key are inserted together (a couple of multi-row statements for the
+// whole batch); runs with one go through RunCreate's path, in the same
+// transaction.
+func (s *Store) RunCreateMany(ctx context.Context, ps []persistence.RunCreateParams) ([]persistence.RunCreateOutcome, error) {
+	out := make([]persistence.RunCreateOutcome, len(ps))
+	plans := make([]runPlan, len(ps))
+	pre := make([]error, len(ps))
+	for i, p := range ps {
+		plans[i], pre[i] = s.planRun(p)
+	}
+	err := s.write(ctx, func(q querier) error {
+		var bulk []runPlan
+		var bulkIdx []int
+		for i := range out {
+			out[i] = persistence.RunCreateOutcome{Err: pre[i]}
+			if pre[i] != nil {
+				continue
+			}
+			if plans[i].run.IdempotencyKey != "" {
+				res, err := s.runCreate(ctx, q, plans[i])
+				if err != nil && !isItemErr(err) {
+					return err
+				}
+				out[i] = persistence.RunCreateOutcome{Result: res, Err: err}
+				continue
+			}
+			bulk = append(bulk, plans[i])
+			bulkIdx = append(bulkIdx, i)
+		}
+		if len(bulk) == 0 {
+			return nil
+		}
+		if err := s.insertRuns(ctx, q, bulk); err != nil {
+			return err
+		}
+		for j, i := range bulkIdx {
+			out[i].Result = persistence.RunCreateResult{Run: bulk[j].run, Steps: slices.Clone(bulk[j].steps), Created: true}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("run create", err)
+	}
+	for i := range out {
+		out[i].Err = wrap("run create", out[i].Err)
+	}
+	return out, nil
+}
+
+// isItemErr reports an error about one item that does not spoil its batch.
+func isItemErr(err error) bool {
+	return errors.Is(err, persistence.ErrIdempotencyConflict) || errors.Is(err, persistence.ErrInvalid) ||
+		errors.Is(err, persistence.ErrTooLarge)
 }

@@ -295,3 +295,67 @@ func (s *suite) testCompleteClaimsReleased(t *testing.T, st persistence.Store) {
 		t.Errorf("empty claim fence: err = %v, want ErrInvalid", err)
 	}
 }
+
+// testRunCreateMany: one batch creates runs with and without keys,
+// refuses invalid ones item by item, and returns existing runs for
+// repeated keys.
+func (s *suite) testRunCreateMany(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	existing, err := st.RunCreate(c, persistence.RunCreateParams{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":1}`),
+		IdempotencyKey: "key-1", Now: t0, Steps: specs("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []persistence.RunCreateParams{
+		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"n":1}`), Now: t0, Steps: specs("a", "b:a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, Steps: specs("a", "b", "c:a,b")},
+		{ID: newID(t), Workflow: "bad name!", Version: 1, Now: t0, Steps: specs("a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":1}`), IdempotencyKey: "key-1", Now: t0, Steps: specs("a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":2}`), IdempotencyKey: "key-2", Now: t0, Steps: specs("a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":9}`), IdempotencyKey: "key-1", Now: t0, Steps: specs("a")},
+	}
+	outs, err := st.RunCreateMany(c, ps)
+	if err != nil {
+		t.Fatalf("RunCreateMany: %v", err)
+	}
+	for _, i := range []int{0, 1, 4} {
+		o := outs[i]
+		if o.Err != nil || !o.Result.Created || o.Result.Run.ID != ps[i].ID {
+			t.Errorf("item %d: %+v / %v, want created", i, o.Result.Run, o.Err)
+			continue
+		}
+		got, err := st.RunGet(c, ps[i].ID)
+		if err != nil || string(got.Input) != string(ps[i].Input) || got.Status != persistence.RunRunning {
+			t.Errorf("item %d stored as %+v (%v)", i, got, err)
+		}
+		sts, err := st.StepList(c, ps[i].ID)
+		if err != nil || len(sts) != len(ps[i].Steps) {
+			t.Errorf("item %d: %d steps stored (%v), want %d", i, len(sts), err, len(ps[i].Steps))
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, queuedNames(outs[1].Result.Steps)); diff != "" {
+		t.Errorf("queued roots of item 1 (-want +got):\n%s", diff)
+	}
+	if !errors.Is(outs[2].Err, persistence.ErrInvalid) {
+		t.Errorf("invalid workflow name: err = %v, want ErrInvalid", outs[2].Err)
+	}
+	if outs[3].Err != nil || outs[3].Result.Created || outs[3].Result.Run.ID != existing.Run.ID {
+		t.Errorf("repeated key: %+v / %v, want the existing run", outs[3].Result.Run, outs[3].Err)
+	}
+	if !errors.Is(outs[5].Err, persistence.ErrIdempotencyConflict) {
+		t.Errorf("repeated key, other input: err = %v, want ErrIdempotencyConflict", outs[5].Err)
+	}
+	if _, err := st.RunGet(c, ps[2].ID); !errors.Is(err, persistence.ErrRunNotFound) {
+		t.Errorf("the invalid item was stored: %v", err)
+	}
+}
+
+func queuedNames(sts []persistence.StepRun) []string {
+	var out []string
+	for _, s := range sts {
+		if s.Status == persistence.StepQueued {
+			out = append(out, s.Step)
+		}
+	}
+	return out
+}
