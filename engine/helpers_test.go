@@ -31,21 +31,25 @@ type backend struct {
 func backends() []backend {
 	return []backend{
 		{name: "sqlite+miniredis", opts: func(t *testing.T) enginetest.Options { return enginetest.Options{} }},
-		{name: "mysql+redis", opts: func(t *testing.T) enginetest.Options {
-			addr := testenv.RequireRedis(t)
-			dsn := testenv.MySQLDatabase(t)
-			st, err := mysql.Open(context.Background(), mysql.Config{DSN: dsn, AutoMigrate: true})
-			if err != nil {
-				t.Fatalf("mysql: %v", err)
-			}
-			t.Cleanup(func() { st.Close() })
-			c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-			t.Cleanup(func() { c.Close() })
-			prefix := testenv.KeyPrefix(t)
-			testenv.DeleteKeys(t, c, prefix)
-			return enginetest.Options{Store: st, Redis: c, Prefix: prefix}
-		}},
+		{name: "mysql+redis", opts: mysqlBackend},
 	}
+}
+
+// mysqlBackend returns options for a private MariaDB database and Redis
+// key prefix on the shared loopback services.
+func mysqlBackend(t *testing.T) enginetest.Options {
+	t.Helper()
+	addr := testenv.RequireRedis(t)
+	st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("mysql: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	t.Cleanup(func() { c.Close() })
+	prefix := testenv.KeyPrefix(t)
+	testenv.DeleteKeys(t, c, prefix)
+	return enginetest.Options{Store: st, Redis: c, Prefix: prefix}
 }
 
 // eachBackend runs f as a subtest on every backend.

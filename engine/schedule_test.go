@@ -21,7 +21,6 @@ import (
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
-	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -52,18 +51,8 @@ func sqliteCluster(t *testing.T) cluster {
 
 func mysqlCluster(t *testing.T) cluster {
 	t.Helper()
-	addr := testenv.RequireRedis(t)
-	dsn := testenv.MySQLDatabase(t)
-	st, err := mysql.Open(context.Background(), mysql.Config{DSN: dsn, AutoMigrate: true})
-	if err != nil {
-		t.Fatalf("mysql: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
-	t.Cleanup(func() { c.Close() })
-	prefix := testenv.KeyPrefix(t)
-	testenv.DeleteKeys(t, c, prefix)
-	return cluster{store: st, redis: c, prefix: prefix}
+	o := mysqlBackend(t)
+	return cluster{store: o.Store, redis: o.Redis, prefix: o.Prefix}
 }
 
 // eachCluster runs f on the embedded backends and on MariaDB + Redis.
