@@ -419,14 +419,10 @@ func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				t := time.Now()
-				id, err := b.eng.Trigger(ctx, "order", nil)
-				if err != nil {
+				if err := b.trigger(ctx, &p, i); err != nil {
 					errs <- err
 					return
 				}
-				rec.get(id).trigger.Store(t.UnixNano())
-				p.ids[i] = id
 			}
 		}()
 	}
@@ -435,14 +431,7 @@ func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
 	if err := <-errs; err != nil {
 		return p, err
 	}
-	end, err := b.waitSteps(ctx, base, int64(n*len(orderSteps)))
-	if err != nil {
-		return p, err
-	}
-	p.end = end
-	p.failed = b.failures(base)
-	p.claimBatch, p.commitBatch = b.batchSizes(base)
-	return p, nil
+	return p, b.finish(ctx, &p, base)
 }
 
 // batchSizes returns the steps per claim and per completion transaction
@@ -486,17 +475,12 @@ func (b *bench) openLoop(ctx context.Context, rate float64, d time.Duration) (ph
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			t := time.Now()
-			if t.Sub(due) > 10*time.Millisecond {
+			if time.Since(due) > 10*time.Millisecond {
 				late.Add(1)
 			}
-			id, err := b.eng.Trigger(ctx, "order", nil)
-			if err != nil {
+			if err := b.trigger(ctx, &p, i); err != nil {
 				errs <- err
-				return
 			}
-			rec.get(id).trigger.Store(t.UnixNano())
-			p.ids[i] = id
 		}()
 	}
 	wg.Wait()
@@ -504,14 +488,33 @@ func (b *bench) openLoop(ctx context.Context, rate float64, d time.Duration) (ph
 	if err := <-errs; err != nil {
 		return p, err
 	}
-	end, err := b.waitSteps(ctx, base, int64(n*len(orderSteps)))
+	p.triggerLate = int(late.Load())
+	return p, b.finish(ctx, &p, base)
+}
+
+// trigger starts run i of phase p, noting when the call began.
+func (b *bench) trigger(ctx context.Context, p *phaseResult, i int) error {
+	t := time.Now()
+	id, err := b.eng.Trigger(ctx, "order", nil)
 	if err != nil {
-		return p, err
+		return err
+	}
+	p.rec.get(id).trigger.Store(t.UnixNano())
+	p.ids[i] = id
+	return nil
+}
+
+// finish waits until every step of phase p succeeded, then notes when, and
+// the phase's failures and batch sizes.
+func (b *bench) finish(ctx context.Context, p *phaseResult, base engine.Stats) error {
+	end, err := b.waitSteps(ctx, base, int64(p.runs*len(orderSteps)))
+	if err != nil {
+		return err
 	}
 	p.end = end
 	p.failed = b.failures(base)
-	p.triggerLate = int(late.Load())
-	return p, nil
+	p.claimBatch, p.commitBatch = b.batchSizes(base)
+	return nil
 }
 
 // waitSteps waits until the engine counted want more step successes than
