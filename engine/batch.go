@@ -23,6 +23,10 @@ import (
 const (
 	// maxCommitBatch bounds one completion transaction.
 	maxCommitBatch = 256
+	// storeCallTimeout bounds a batch's store call, so that a database
+	// that stopped answering (rather than refusing) cannot hold the
+	// committers forever; the items are retried like any failed call.
+	storeCallTimeout = 30 * time.Second
 	// committers is how many completion transactions may be in flight at
 	// once: one commits while the next batch gathers.
 	committers = 2
@@ -188,7 +192,7 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 			ex.acked = true
 			return r.res, nil
 		}
-		if isItemError(r.err) || time.Now().After(deadline) {
+		if isItemError(r.err) || time.Now().After(deadline) || e.runCtx.Err() != nil {
 			return r.res, r.err
 		}
 		e.log.Warn("recording an outcome failed; trying again", "run_id", p.RunID, "step", p.Step, "err", r.err)
@@ -240,7 +244,9 @@ func (e *Engine) commitBatch(batch []*completion) {
 	// Claim at release: the steps this batch releases run here at once,
 	// on free slots, without a trip through Redis and a claim transaction.
 	rc, slots := e.releaseClaim(2 * len(batch))
-	outs, err := e.store.StepCompleteMany(context.Background(), persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	outs, err := e.store.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
+	cancel()
 	if err != nil {
 		e.stats.errors.Add(1)
 		for range slots {
@@ -349,10 +355,14 @@ func (e *Engine) createRun(ctx context.Context, p persistence.RunCreateParams) (
 	case <-ctx.Done():
 		return persistence.RunCreateResult{}, ctx.Err()
 	}
-	// The batch is bounded by the store call; wait for its answer even if
-	// ctx ends, so that a run that was created is reported.
-	r := <-req.done
-	return r.res, r.err
+	select {
+	case r := <-req.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		// As with any store call cut short, the run may or may not have
+		// been created: retry with an idempotency key to be sure.
+		return persistence.RunCreateResult{}, ctx.Err()
+	}
 }
 
 func (e *Engine) createDirect(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
@@ -388,7 +398,9 @@ func (e *Engine) triggerLoop() {
 		for i, r := range batch {
 			ps[i] = r.p
 		}
-		outs, err := e.store.RunCreateMany(context.Background(), ps)
+		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+		outs, err := e.store.RunCreateMany(ctx, ps)
+		cancel()
 		if err != nil {
 			for _, r := range batch {
 				r.done <- triggerResult{err: err}
