@@ -11,3 +11,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	b.Run("serial", func(b *testing.B) { storetest.BenchmarkClaimComplete(b, openStore(b), 0) })
 	b.Run("parallel", func(b *testing.B) { storetest.BenchmarkClaimComplete(b, openStore(b), 8) })
 }
+
+func BenchmarkClaimCompleteBatch(b *testing.B) {
+	b.Run("batch64", func(b *testing.B) { storetest.BenchmarkClaimCompleteBatch(b, openStore(b), 64) })
+}

@@ -68,3 +68,56 @@ func BenchmarkClaimComplete(b *testing.B, st persistence.Store, parallelism int)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claim+complete/s")
 }
+
+// BenchmarkClaimCompleteBatch measures the group-commit path: each
+// iteration claims batch queued steps of different runs with one
+// StepClaimMany and completes them with one StepCompleteMany (two write
+// transactions for the whole batch), as the engine's workers do under
+// load. The metric is steps per second.
+func BenchmarkClaimCompleteBatch(b *testing.B, st persistence.Store, batch int) {
+	ctx := context.Background()
+	steps := []persistence.StepSpec{{Name: "a", Queue: "bench"}}
+	ids := make([]string, b.N*batch)
+	for lo := 0; lo < len(ids); lo += 256 {
+		var ps []persistence.RunCreateParams
+		for i := lo; i < min(lo+256, len(ids)); i++ {
+			id, _ := uuid.NewV7()
+			ids[i] = id.String()
+			ps = append(ps, persistence.RunCreateParams{ID: ids[i], Workflow: "bench", Input: []byte(`{"n":1}`), Now: time.Now(), Steps: steps})
+		}
+		if _, err := st.RunCreateMany(ctx, ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		items := make([]persistence.StepClaimItem, batch)
+		for i := range items {
+			items[i] = persistence.StepClaimItem{RunID: ids[n*batch+i], Step: "a"}
+		}
+		now := time.Now()
+		fence := fmt.Sprintf("f%d", n)
+		outs, err := st.StepClaimMany(ctx, persistence.StepClaimManyParams{Items: items, Fence: fence, Worker: "bench", LeaseUntil: now.Add(time.Minute), Now: now})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps := make([]persistence.StepCompleteParams, 0, batch)
+		for i, o := range outs {
+			if o.Err != nil {
+				b.Fatal(o.Err)
+			}
+			ps = append(ps, persistence.StepCompleteParams{RunID: items[i].RunID, Step: "a", Fence: fence, Output: []byte(`{"ok":true}`), Now: now})
+		}
+		cos, err := st.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range cos {
+			if o.Err != nil || !o.Result.RunFinished {
+				b.Fatalf("complete: %v (finished %v)", o.Err, o.Result.RunFinished)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
+}
