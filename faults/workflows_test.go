@@ -228,8 +228,6 @@ type order struct {
 	Qty int `json:"qty"`
 }
 
-var chainSteps = []string{"a", "b", "c", "d"}
-
 // workflows builds the test workflows on h (nil: handlers that are never
 // called, for a node that only triggers).
 func workflows(h *handlers) ([]*dag.Workflow, error) {

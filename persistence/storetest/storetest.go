@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -215,5 +214,3 @@ func wantStatuses(t *testing.T, st persistence.Store, runID string, want map[str
 		t.Errorf("step statuses (-want +got):\n%s", diff)
 	}
 }
-
-var equateEmpty = cmpopts.EquateEmpty()
