@@ -510,8 +510,8 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 }
 
 // stepWriteCols are the step_runs columns a batch writes back.
-var stepWriteCols = []string{"status", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
-	"output", "error", "queued_at", "finished_at", "updated_at"}
+var stepWriteCols = []string{"status", "attempt", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
+	"output", "error", "queued_at", "started_at", "finished_at", "updated_at"}
 
 // upsertSteps writes the changed rows (all of them locked by the
 // transaction) back in one statement.

@@ -249,8 +249,9 @@ func (s *suite) testCompleteClaimsReleased(t *testing.T, st persistence.Store) {
 		string(cl.Run.Input) != `{"in":1}` || string(cl.Outputs["a"]) != `{"a":1}` || cl.Upstream["a"] != persistence.StepSucceeded {
 		t.Errorf("claimed = %+v", cl)
 	}
-	if got := getStep(t, st, id, cl.Step.Step); got.Status != persistence.StepRunning || got.Fence != "eager" {
-		t.Errorf("stored claimed step = %+v", got)
+	if got := getStep(t, st, id, cl.Step.Step); got.Status != persistence.StepRunning || got.Fence != "eager" ||
+		got.Attempt != 1 || got.StartedAt == nil || got.LeaseExpiresAt == nil || !got.LeaseExpiresAt.Equal(at(time.Minute)) {
+		t.Errorf("stored claimed step = %+v, want running, attempt 1, started, with the claim's lease", got)
 	}
 	if res.Ready[0].Status != persistence.StepQueued {
 		t.Errorf("ready = %+v, want queued", res.Ready[0])
