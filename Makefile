@@ -40,6 +40,6 @@ bench: ## micro-benchmarks of queue and store, then `dagflow bench` end to end (
 	$(GO) run ./cmd/dagflow bench $(BENCH_ARGS)
 
 .PHONY: lint-ci
-lint-ci: ## go vet and the gofmt check (what CI runs besides the tests)
+lint-ci: ## go vet and the gofmt check only (lint without the staticcheck download)
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
