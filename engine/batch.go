@@ -127,7 +127,7 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 			}
 		case ex.eager:
 			// Claimed at release, so not in Redis: enqueue it for later.
-			e.enqueueAt(ex.task, e.clock.Now().Add(time.Second))
+			e.enqueue(ex.task.Queue, ex.task.ID, e.clock.Now().Add(time.Second))
 		default:
 			e.retrySoon(ex.task)
 		}
@@ -137,12 +137,6 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 func (e *Engine) retrySoon(t queue.Task) {
 	if err := e.q.Retry(context.Background(), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
 		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
-	}
-}
-
-func (e *Engine) enqueueAt(t queue.Task, at time.Time) {
-	if _, err := e.q.Enqueue(context.Background(), t.Queue, queue.Item{ID: t.ID, At: at}); err != nil {
-		e.log.Warn("enqueue of task failed; the reconciler will find it", "task", t.ID, "err", err)
 	}
 }
 

@@ -117,7 +117,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 			return
 		}
 		for _, s := range changed {
-			e.enqueue(ctx, s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}, e.clock.Now())
+			e.enqueue(s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}.String(), e.clock.Now())
 		}
 		return
 	}
@@ -239,7 +239,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	}
 	if p.RetryAt != nil {
 		log.Warn("compensation failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
-		e.enqueue(ctx, sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}, *p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
 	log.Error("compensation dead-lettered", "err", firstLine(herr))

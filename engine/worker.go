@@ -97,6 +97,37 @@ var (
 	errShutdown      = errors.New("engine: node shutting down")
 )
 
+// takeSlots takes a slot for every task after the first (whose slot the
+// fetch loop holds) and gives back to the queue, at once, the tasks for
+// which none is free any more (the committers took them meanwhile).
+func (e *Engine) takeSlots(tasks []queue.Task) []queue.Task {
+	got := min(len(tasks), 1)
+take:
+	for got < len(tasks) {
+		select {
+		case e.slots <- struct{}{}:
+			got++
+		default:
+			break take
+		}
+	}
+	e.giveBack(tasks[got:])
+	return tasks[:got]
+}
+
+// giveBack returns leased tasks to their queues untried, ready at once.
+func (e *Engine) giveBack(tasks []queue.Task) {
+	byQueue := map[string][]string{}
+	for _, t := range tasks {
+		byQueue[t.Queue] = append(byQueue[t.Queue], t.ID)
+	}
+	for name, ids := range byQueue {
+		if err := e.q.Release(context.Background(), name, ids...); err != nil {
+			e.log.Warn("giving tasks back failed; their lease will expire", "queue", name, "err", err)
+		}
+	}
+}
+
 // queueNames are the queues this node works: Config.Queues, or else every
 // queue of the registered workflows.
 func (e *Engine) queueNames() []string {
@@ -122,30 +153,35 @@ func (e *Engine) fetchLoop() {
 	defer close(e.fetchDone)
 	backoff := 50 * time.Millisecond
 	for {
-		// Wait for at least one free slot.
+		// Hold one free slot while waiting for tasks, no more: the other
+		// free slots stay free for the committers, which claim released
+		// steps into them (claim at release). The batch asked for is
+		// what is free now; slots for its other tasks are taken after.
 		select {
 		case e.slots <- struct{}{}:
 		case <-e.fetchCtx.Done():
 			return
 		}
-		free := 1
-	more:
-		for free < cap(e.slots) && free < 64 {
-			select {
-			case e.slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
+		want := min(1+cap(e.slots)-len(e.slots), 64)
 		tasks, err := e.q.Dequeue(e.fetchCtx, queue.DequeueParams{
 			Queues: e.queueNames(),
-			Max:    free,
+			Max:    max(want, 1),
 			Lease:  e.cfg.Lease,
 		})
-		for i := len(tasks); i < free; i++ {
+		if len(tasks) == 0 {
 			<-e.slots
 		}
+		tasks = e.takeSlots(tasks)
+		if e.fetchCtx.Err() != nil {
+			// Stopping: take no new steps; hand back what was leased.
+			e.giveBack(tasks)
+			for range tasks {
+				<-e.slots
+			}
+			return
+		}
+		// Tasks the queue leased are run even if the wait then failed.
+		e.dispatch(tasks)
 		if err != nil {
 			if e.fetchCtx.Err() != nil {
 				return
@@ -165,7 +201,6 @@ func (e *Engine) fetchLoop() {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		e.dispatch(tasks)
 	}
 }
 
@@ -491,7 +526,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 	}
 	if p.RetryAt != nil {
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
-		e.enqueue(ctx, sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}, *p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
 	e.stats.stepsDead.Add(1)
@@ -581,10 +616,12 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 	return firstErr
 }
 
-func (e *Engine) enqueue(ctx context.Context, queueName string, ref taskRef, at time.Time) {
-	if _, err := e.q.Enqueue(context.WithoutCancel(ctx), queueName, queue.Item{ID: ref.String(), At: at}); err != nil {
+// enqueue puts one task into Redis, due at at. A failure is logged: the
+// store still says the step waits, so the reconciler enqueues it later.
+func (e *Engine) enqueue(queueName, id string, at time.Time) {
+	if _, err := e.q.Enqueue(context.Background(), queueName, queue.Item{ID: id, At: at}); err != nil {
 		e.stats.errors.Add(1)
-		e.log.Warn("enqueue failed; the reconciler will retry", "task", ref.String(), "err", err)
+		e.log.Warn("enqueue failed; the reconciler will retry", "task", id, "err", err)
 	}
 }
 
@@ -620,7 +657,7 @@ func (e *Engine) releaseInflight() {
 		}
 		if ex.eager {
 			// Claimed at release: hand it to the queue for another node.
-			e.enqueueAt(ex.task, now)
+			e.enqueue(ex.task.Queue, ex.task.ID, now)
 		} else if err := e.q.Release(ctx, ex.task.Queue, ex.task.ID); err != nil {
 			e.log.Warn("task release failed; its lease will expire", "task", ex.task.ID, "err", err)
 		}
