@@ -197,6 +197,18 @@ func TestCancelStopsRun(t *testing.T) {
 // shutdown deadline: another node takes the step at once, not after the
 // lease expires.
 func TestStopReleasesLeases(t *testing.T) {
+	// "root" is a step taken from Redis; "after" is released by its
+	// dependency's completion and claimed in that transaction, so it
+	// never was in Redis: Stop must hand it to the queue itself.
+	for _, tc := range []struct {
+		name  string
+		eager bool
+	}{{"root", false}, {"after", true}} {
+		t.Run(tc.name, func(t *testing.T) { testStopReleases(t, tc.eager) })
+	}
+}
+
+func testStopReleases(t *testing.T, eager bool) {
 	var mu sync.Mutex
 	calls := 0
 	block := make(chan struct{})
@@ -214,7 +226,13 @@ func TestStopReleasesLeases(t *testing.T) {
 		}
 		return nil
 	})
-	wf2, err := dag.New("slow").Step("work", slow).Build()
+	b := dag.New("slow")
+	if eager {
+		b = b.Step("first", stepsFunc(func(context.Context) error { return nil })).Step("work", slow, dag.After("first"))
+	} else {
+		b = b.Step("work", slow)
+	}
+	wf2, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +242,7 @@ func TestStopReleasesLeases(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	lease := time.Minute // a takeover after the lease would time the test out
-	cfg := func(c *engine.Config) { c.Lease = lease; c.Heartbeat = time.Second }
+	cfg := func(c *engine.Config) { c.Lease = lease; c.Heartbeat = time.Second; c.ReconcileInterval = time.Hour }
 	a := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})
 	id := a.Trigger(t, "slow", nil)
 	testenv.Eventually(t, 5*time.Second, func() bool {
@@ -232,6 +250,9 @@ func TestStopReleasesLeases(t *testing.T) {
 		defer mu.Unlock()
 		return calls == 1
 	}, "first attempt running")
+	if got := a.Engine.Stats().ClaimedAtRelease; eager && got != 1 {
+		t.Fatalf("ClaimedAtRelease = %d, want 1: the step was not claimed at release; stats %+v", got, a.Engine.Stats())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := a.Engine.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -241,6 +262,8 @@ func TestStopReleasesLeases(t *testing.T) {
 		t.Errorf("Trigger after Stop: err = %v, want ErrStopped", err)
 	}
 	start := time.Now()
+	// The other node reconciles only hourly: it must find the step in
+	// Redis, where Stop put it.
 	enginetest.New(t, enginetest.Options{Store: st, Redis: a.Redis, Prefix: a.Prefix, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})
 	close(block)
 	info := a.WaitTimeout(t, id, 20*time.Second)
