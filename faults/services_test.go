@@ -113,25 +113,7 @@ func TestRedisDown30s(t *testing.T) {
 	ids := c.triggerMany(10, plan{SleepMS: map[string]int{"b": 100}})
 	eventually(t, 30*time.Second, func() bool { return c.countSucceeded() >= 5 }, "some progress")
 	srv.Kill()
-	down := time.Now()
-	var failed int
-	for i := 0; time.Since(down) < 30*time.Second; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		id, err := c.eng.Trigger(ctx, wfChain, plan{N: 1000 + i})
-		cancel()
-		if err != nil {
-			failed++
-		} else {
-			ids = append(ids, id)
-		}
-		time.Sleep(500 * time.Millisecond) // spreads triggers over the outage
-	}
-	for _, w := range ws {
-		if !w.alive() {
-			t.Fatalf("worker %s exited during the Redis outage: %v", w.name, w.err)
-		}
-	}
-	t.Logf("during the outage: %d triggers acknowledged, %d returned an error", len(ids)-10, failed)
+	ids = append(ids, triggerThrough(t, c, ws, "the Redis outage", 30*time.Second, 3*time.Second)...)
 	srv.Start()
 	up := time.Now()
 	runs := checkInvariants(t, c, ids, 90*time.Second)
@@ -150,25 +132,8 @@ func TestMariaDBUnreachable10s(t *testing.T) {
 	ids := c.triggerMany(20, plan{SleepMS: map[string]int{"b": 300, "c": 100}})
 	eventually(t, 30*time.Second, func() bool { return c.countSucceeded() >= 10 }, "some progress")
 	p.Cut()
-	cut := time.Now()
-	var failed int
-	for i := 0; time.Since(cut) < 10*time.Second; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		id, err := c.eng.Trigger(ctx, wfChain, plan{N: 1000 + i})
-		cancel()
-		if err != nil {
-			failed++
-		} else {
-			ids = append(ids, id)
-		}
-		time.Sleep(500 * time.Millisecond) // spreads triggers over the outage
-	}
-	for _, w := range ws {
-		if !w.alive() {
-			t.Fatalf("worker %s exited during the MariaDB outage: %v", w.name, w.err)
-		}
-	}
-	t.Logf("during the outage: %d triggers acknowledged, %d returned an error", len(ids)-20, failed)
+	acked := triggerThrough(t, c, ws, "the MariaDB outage", 10*time.Second, 2*time.Second)
+	ids = append(ids, acked...)
 	before := c.countSucceeded()
 	p.Restore()
 	restored := time.Now()
@@ -213,4 +178,33 @@ func TestAmbiguousCommit(t *testing.T) {
 		}
 	}
 	t.Logf("proxy: %+v; b ran %d time(s)", p.Stats(), c.invocations(id, "b", effectDo))
+}
+
+// triggerThrough triggers a run every half second for the length of an
+// outage (each call bounded by callTimeout), returns the ids of the
+// triggers that were acknowledged, and fails the test if a worker exited
+// meanwhile.
+func triggerThrough(t *testing.T, c *cluster, ws []*worker, outage string, length, callTimeout time.Duration) []string {
+	t.Helper()
+	start := time.Now()
+	var ids []string
+	failed := 0
+	for i := 0; time.Since(start) < length; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		id, err := c.eng.Trigger(ctx, wfChain, plan{N: 1000 + i})
+		cancel()
+		if err != nil {
+			failed++
+		} else {
+			ids = append(ids, id)
+		}
+		time.Sleep(500 * time.Millisecond) // spreads triggers over the outage
+	}
+	for _, w := range ws {
+		if !w.alive() {
+			t.Fatalf("worker %s exited during %s: %v", w.name, outage, w.err)
+		}
+	}
+	t.Logf("during %s: %d triggers acknowledged, %d returned an error", outage, len(ids), failed)
+	return ids
 }
