@@ -21,10 +21,11 @@ type Query struct {
 // the migrations (named in the comment); the MySQL tests EXPLAIN them.
 
 func (s *Store) runListDueQuery(p persistence.ListDueParams) Query {
-	// idx_runs_status_start (status, start_at)
+	// idx_runs_start_due (start_due, id): start_due is start_at while a
+	// run is pending, NULL after (migration 00003).
 	return Query{Name: "RunListDue", SQL: `SELECT ` + runCols + ` FROM workflow_runs
-		WHERE status = ? AND start_at <= ? ORDER BY start_at, id LIMIT ?`,
-		Args: []any{string(persistence.RunPending), s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)}}
+		WHERE start_due <= ? ORDER BY start_due, id LIMIT ?`,
+		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)}}
 }
 
 func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Query {
@@ -36,43 +37,45 @@ func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Qu
 		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 1000, 10000)}}
 }
 
-// stepDueQueries are the reconciler's step queries, one per (status,
-// time) range so that each is one index range scan; their results are
-// merged by time.
+// The reconciler's step queries read idx_steps_due (status, due_at), one
+// index range scan each. due_at is a generated column (migration 00003):
+// queued_at for a queued step, next_attempt_at for a retrying one,
+// lease_expires_at for a running one, the first set of lease_expires_at,
+// next_attempt_at and queued_at for a compensating one, finished_at for a
+// dead one. The original column conditions stay in each query, so a query
+// means what it says whatever due_at holds; due_at only narrows the scan.
+// The callers merge the results by time.
 func (s *Store) stepListQueuedQueries(p persistence.ListDueParams) []Query {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	// idx_steps_status_queued (status, queued_at)
 	return []Query{
 		{Name: "StepListQueued/queued", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND queued_at < ? ORDER BY queued_at LIMIT ?`,
-			Args: []any{string(persistence.StepQueued), before, limit}},
+			WHERE status = ? AND due_at < ? AND queued_at < ? ORDER BY due_at LIMIT ?`,
+			Args: []any{string(persistence.StepQueued), before, before, limit}},
 		{Name: "StepListQueued/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND queued_at < ? AND lease_expires_at IS NULL AND next_attempt_at IS NULL
-			ORDER BY queued_at LIMIT ?`,
-			Args: []any{string(persistence.StepCompensating), before, limit}},
+			WHERE status = ? AND due_at < ? AND queued_at < ? AND lease_expires_at IS NULL AND next_attempt_at IS NULL
+			ORDER BY due_at LIMIT ?`,
+			Args: []any{string(persistence.StepCompensating), before, before, limit}},
 	}
 }
 
 func (s *Store) stepListRetryDueQueries(p persistence.ListDueParams) []Query {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	// idx_steps_status_next (status, next_attempt_at)
 	return []Query{
 		{Name: "StepListRetryDue/retrying", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
-			Args: []any{string(persistence.StepRetrying), before, limit}},
+			WHERE status = ? AND due_at <= ? AND next_attempt_at <= ? ORDER BY due_at LIMIT ?`,
+			Args: []any{string(persistence.StepRetrying), before, before, limit}},
 		{Name: "StepListRetryDue/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND next_attempt_at <= ? AND lease_expires_at IS NULL ORDER BY next_attempt_at LIMIT ?`,
-			Args: []any{string(persistence.StepCompensating), before, limit}},
+			WHERE status = ? AND due_at <= ? AND next_attempt_at <= ? AND lease_expires_at IS NULL ORDER BY due_at LIMIT ?`,
+			Args: []any{string(persistence.StepCompensating), before, before, limit}},
 	}
 }
 
 func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	// idx_steps_status_lease (status, lease_expires_at)
 	q := func(st persistence.StepStatus) Query {
 		return Query{Name: "StepListLeaseExpired/" + string(st), SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`,
-			Args: []any{string(st), before, limit}}
+			WHERE status = ? AND due_at < ? AND lease_expires_at < ? ORDER BY due_at LIMIT ?`,
+			Args: []any{string(st), before, before, limit}}
 	}
 	return []Query{q(persistence.StepRunning), q(persistence.StepCompensating)}
 }
@@ -143,33 +146,37 @@ func (s *Store) runListQuery(p persistence.RunListParams) (string, []any, int, e
 }
 
 // stepListDeadQuery builds StepListDead's query: newest first by
-// (finished_at, run_id, step). Indexes: idx_steps_status_wf_finished,
-// idx_steps_status_finished.
+// (finished_at, run_id, step). Indexes (migration 00003): idx_steps_due
+// (status, due_at, run_id, step), where due_at is finished_at for a dead
+// step; with a workflow, idx_steps_dead_wf (dead_workflow, dead_at, run_id,
+// step), whose columns are the workflow and finished_at of dead steps only.
 func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []any, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
+	at := "due_at"
 	where := []string{"status = ?"}
 	args := []any{string(persistence.StepDead)}
 	if p.Workflow != "" {
 		if err := validName("workflow name", p.Workflow); err != nil {
 			return "", nil, 0, err
 		}
-		where = append(where, "workflow = ?")
-		args = append(args, p.Workflow)
+		at = "dead_at"
+		where = []string{"dead_workflow = ?"}
+		args = []any{p.Workflow}
 	}
 	if p.Cursor != "" {
 		parts, err := decodeCursor(p.Cursor, 3)
 		if err != nil {
 			return "", nil, 0, err
 		}
-		at, err := cursorTime(parts[0])
+		t, err := cursorTime(parts[0])
 		if err != nil {
 			return "", nil, 0, err
 		}
-		where = append(where, "finished_at <= ? AND (finished_at < ? OR run_id < ? OR (run_id = ? AND step < ?))")
-		args = append(args, s.t(at), s.t(at), parts[1], parts[1], parts[2])
+		where = append(where, at+" <= ? AND ("+at+" < ? OR run_id < ? OR (run_id = ? AND step < ?))")
+		args = append(args, s.t(t), s.t(t), parts[1], parts[1], parts[2])
 	}
 	q := `SELECT ` + stepCols + ` FROM step_runs WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY finished_at DESC, run_id DESC, step DESC LIMIT ?`
+		` ORDER BY ` + at + ` DESC, run_id DESC, step DESC LIMIT ?`
 	args = append(args, limit+1)
 	return q, args, limit, nil
 }
