@@ -264,6 +264,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 			}
 			for _, cl := range o.Result.Claimed {
 				used++
+				e.stats.claimedAtRelease.Add(1)
 				e.runEager(cl, rc.Fence)
 			}
 		case errors.Is(o.Err, persistence.ErrFenceMismatch) && !c.eager:
@@ -308,15 +309,14 @@ take:
 	}, n
 }
 
-// runEager runs a step claimed at release on one of the slots its batch
-// took. Its task is not in Redis.
+// runEager runs a step claimed at release (or at create) on one of the
+// slots its batch took. Its task is not in Redis.
 func (e *Engine) runEager(res persistence.StepClaimResult, fence string) {
 	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
 	ex := &execution{
 		task:  queue.Task{ID: ref.String(), Queue: res.Step.Queue, Deliveries: 1, LeaseUntil: *res.Step.LeaseExpiresAt},
 		runID: ref.RunID, step: ref.Step, fence: fence, eager: true,
 	}
-	e.stats.claimedAtRelease.Add(1)
 	e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
 }
 
@@ -392,20 +392,36 @@ func (e *Engine) triggerLoop() {
 		for i, r := range batch {
 			ps[i] = r.p
 		}
+		// Claim at create: root steps of the new runs start here at once,
+		// on free slots, without a trip through Redis and a claim
+		// transaction.
+		rc, slots := e.releaseClaim(2 * len(batch))
 		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
-		outs, err := e.store.RunCreateMany(ctx, ps)
+		outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
 		cancel()
 		if err != nil {
+			for range slots {
+				<-e.slots
+			}
 			for _, r := range batch {
 				r.done <- triggerResult{err: err}
 			}
 			continue
 		}
 		var roots []persistence.StepRun
+		used := 0
 		for _, o := range outs {
 			if o.Err == nil && o.Result.Created {
 				roots = append(roots, o.Result.Steps...)
+				for _, cl := range o.Claimed {
+					used++
+					e.stats.claimedAtCreate.Add(1)
+					e.runEager(cl, rc.Fence)
+				}
 			}
+		}
+		for ; used < slots; used++ {
+			<-e.slots
 		}
 		// A failed enqueue is logged; the reconciler dispatches the runs.
 		e.enqueueSteps(context.Background(), roots)

@@ -38,7 +38,7 @@ type hangingStore struct {
 	release chan struct{}
 }
 
-func (h *hangingStore) RunCreateMany(ctx context.Context, ps []persistence.RunCreateParams) ([]persistence.RunCreateOutcome, error) {
+func (h *hangingStore) RunCreateMany(ctx context.Context, ps persistence.RunCreateManyParams) ([]persistence.RunCreateOutcome, error) {
 	select {
 	case <-h.release:
 	case <-ctx.Done():

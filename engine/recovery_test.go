@@ -18,6 +18,7 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
+	"github.com/dagflow/dagflow/queue"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -197,18 +198,17 @@ func TestCancelStopsRun(t *testing.T) {
 // shutdown deadline: another node takes the step at once, not after the
 // lease expires.
 func TestStopReleasesLeases(t *testing.T) {
-	// "root" is a step taken from Redis; "after" is released by its
-	// dependency's completion and claimed in that transaction, so it
-	// never was in Redis: Stop must hand it to the queue itself.
-	for _, tc := range []struct {
-		name  string
-		eager bool
-	}{{"root", false}, {"after", true}} {
-		t.Run(tc.name, func(t *testing.T) { testStopReleases(t, tc.eager) })
+	// "queued": the root step of a run triggered by a node without workers
+	// goes through Redis. "create": a run triggered on the working node has
+	// its root claimed by the transaction that created it, and "after" is
+	// claimed by the completion that released it: neither was ever in
+	// Redis, so Stop must hand them to the queue itself.
+	for _, mode := range []string{"queued", "create", "after"} {
+		t.Run(mode, func(t *testing.T) { testStopReleases(t, mode) })
 	}
 }
 
-func testStopReleases(t *testing.T, eager bool) {
+func testStopReleases(t *testing.T, mode string) {
 	var mu sync.Mutex
 	calls := 0
 	block := make(chan struct{})
@@ -226,6 +226,7 @@ func testStopReleases(t *testing.T, eager bool) {
 		}
 		return nil
 	})
+	eager := mode == "after"
 	b := dag.New("slow")
 	if eager {
 		b = b.Step("first", stepsFunc(func(context.Context) error { return nil })).Step("work", slow, dag.After("first"))
@@ -244,14 +245,55 @@ func testStopReleases(t *testing.T, eager bool) {
 	lease := time.Minute // a takeover after the lease would time the test out
 	cfg := func(c *engine.Config) { c.Lease = lease; c.Heartbeat = time.Second; c.ReconcileInterval = time.Hour }
 	a := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})
-	id := a.Trigger(t, "slow", nil)
+	var id string
+	if mode == "queued" {
+		producer := enginetest.New(t, enginetest.Options{Store: st, Redis: a.Redis, Prefix: a.Prefix, Clock: engine.SystemClock,
+			Workflows: []*dag.Workflow{wf2}, Configure: func(c *engine.Config) { cfg(c); c.NoWorkers = true }})
+		id = producer.Trigger(t, "slow", nil)
+	} else {
+		id = a.Trigger(t, "slow", nil)
+	}
 	testenv.Eventually(t, 5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return calls == 1
 	}, "first attempt running")
-	if got := a.Engine.Stats().ClaimedAtRelease; eager && got != 1 {
-		t.Fatalf("ClaimedAtRelease = %d, want 1: the step was not claimed at release; stats %+v", got, a.Engine.Stats())
+	st1 := a.Engine.Stats()
+	var wantCreate, wantRelease int64
+	switch mode {
+	case "create":
+		wantCreate = 1
+	case "after":
+		wantCreate, wantRelease = 1, 1
+	}
+	if st1.ClaimedAtCreate != wantCreate || st1.ClaimedAtRelease != wantRelease {
+		t.Fatalf("claimed at create %d, at release %d; want %d and %d (stats %+v)",
+			st1.ClaimedAtCreate, st1.ClaimedAtRelease, wantCreate, wantRelease, st1)
+	}
+	if mode == "queued" && st1.ClaimItems != 1 {
+		t.Fatalf("ClaimItems = %d, want 1: the root did not come through Redis (stats %+v)", st1.ClaimItems, st1)
+	}
+	if mode == "create" {
+		// The claimed root is not in Redis, and the store has it running
+		// with the node's lease and a running attempt.
+		info, err := a.Engine.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := info.Steps[0]
+		if w.Status != persistence.StepRunning || w.Attempt != 1 || w.LeaseExpiresAt == nil {
+			t.Errorf("root = %+v, want running, attempt 1, leased", w)
+		}
+		if len(info.Attempts) != 1 || info.Attempts[0].Outcome != persistence.OutcomeRunning {
+			t.Errorf("attempts = %+v, want one running", info.Attempts)
+		}
+		qs, err := a.Engine.Queue().Stats(context.Background(), w.Queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if qs != (queue.Stats{}) {
+			t.Errorf("queue %s holds %+v, want nothing: the root claimed at create was also enqueued", w.Queue, qs)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

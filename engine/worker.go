@@ -34,6 +34,7 @@ type counters struct {
 	commitBatches    atomic.Int64
 	commitItems      atomic.Int64
 	claimedAtRelease atomic.Int64
+	claimedAtCreate  atomic.Int64
 }
 
 // Stats are an engine's running totals since New.
@@ -59,6 +60,10 @@ type Stats struct {
 	// ClaimedAtRelease counts steps claimed by the transaction that
 	// released them and run on this node without a trip through Redis.
 	ClaimedAtRelease int64
+	// ClaimedAtCreate counts root steps claimed by the transaction that
+	// created their run (a Trigger on a node with free workers) and run on
+	// this node without a trip through Redis.
+	ClaimedAtCreate int64
 }
 
 // Stats returns the engine's running totals.
@@ -75,7 +80,7 @@ func (e *Engine) Stats() Stats {
 		Reconciled: c.reconciled.Load(), Errors: c.errors.Load(), InFlight: n,
 		ClaimBatches: c.claimBatches.Load(), ClaimItems: c.claimItems.Load(),
 		CommitBatches: c.commitBatches.Load(), CommitItems: c.commitItems.Load(),
-		ClaimedAtRelease: c.claimedAtRelease.Load(),
+		ClaimedAtRelease: c.claimedAtRelease.Load(), ClaimedAtCreate: c.claimedAtCreate.Load(),
 	}
 }
 

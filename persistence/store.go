@@ -22,9 +22,10 @@ type Store interface {
 	RunCreate(ctx context.Context, p RunCreateParams) (RunCreateResult, error)
 	// RunCreateMany creates several runs in one transaction (the group
 	// commit of concurrent Trigger calls), each exactly as RunCreate
-	// would; Outcomes[i] answers ps[i]. The error is for the batch as a
-	// whole.
-	RunCreateMany(ctx context.Context, ps []RunCreateParams) ([]RunCreateOutcome, error)
+	// would; outcome i answers p.Items[i]. With p.ClaimRoots it also
+	// claims, for the caller, root steps of the runs it creates (see
+	// RunCreateManyParams). The error is for the batch as a whole.
+	RunCreateMany(ctx context.Context, p RunCreateManyParams) ([]RunCreateOutcome, error)
 	// RunGet returns one run, or ErrRunNotFound.
 	RunGet(ctx context.Context, id string) (Run, error)
 	// RunList lists runs, newest first, with filters and a cursor.
@@ -183,10 +184,28 @@ type RunCreateResult struct {
 	Created bool      // false when an existing run was returned for the key
 }
 
+// RunCreateManyParams are the arguments of Store.RunCreateMany.
+type RunCreateManyParams struct {
+	Items []RunCreateParams
+	// ClaimRoots asks for root steps of the runs the batch creates (runs
+	// that start at once; not runs that already existed for their key) to
+	// be claimed for the caller in the same transaction, as StepClaimMany
+	// would claim them: at most Max of them, only steps of the listed
+	// queues. Such a step is stored running with the caller's fence and
+	// lease and a running attempt, and never goes through the queue; the
+	// others are queued as usual. If the caller dies, the lease expires and
+	// the step is taken over like any other. Nil claims nothing.
+	ClaimRoots *ReleaseClaim
+}
+
 // RunCreateOutcome is one item's answer in RunCreateMany.
 type RunCreateOutcome struct {
 	Result RunCreateResult
-	Err    error
+	// Claimed holds the root steps claimed for the caller (ClaimRoots),
+	// each as StepClaimMany would return it; they also appear, running,
+	// in Result.Steps.
+	Claimed []StepClaimResult
+	Err     error
 }
 
 // RunListParams filter and page Store.RunList. Zero values mean no filter.

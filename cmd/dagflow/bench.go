@@ -393,7 +393,11 @@ type phaseResult struct {
 	failed      int64   // engine errors, failed or dead steps during the phase
 	claimBatch  float64 // steps per claim transaction
 	commitBatch float64 // steps per completion transaction
-	triggerLate int     // fixed rate only: triggers started over 10ms late
+	// Where the phase's steps were claimed, as fractions of its steps:
+	// after a trip through Redis (claim transaction), by the completion
+	// that released them, by the transaction that created their run.
+	viaQueue, atRelease, atCreate float64
+	triggerLate                   int // fixed rate only: triggers started over 10ms late
 }
 
 func (p phaseResult) seconds() float64 { return p.end.Sub(p.start).Seconds() }
@@ -445,6 +449,19 @@ func (b *bench) batchSizes(base engine.Stats) (claim, commit float64) {
 		commit = float64(st.CommitItems-base.CommitItems) / float64(n)
 	}
 	return claim, commit
+}
+
+// claimPaths returns how the steps started since base were claimed, as
+// fractions of them: through the queue, at release, at create.
+func (b *bench) claimPaths(base engine.Stats) (viaQueue, atRelease, atCreate float64) {
+	st := b.eng.Stats()
+	n := float64(st.StepsStarted - base.StepsStarted)
+	if n <= 0 {
+		return 0, 0, 0
+	}
+	rel := float64(st.ClaimedAtRelease - base.ClaimedAtRelease)
+	cre := float64(st.ClaimedAtCreate - base.ClaimedAtCreate)
+	return (n - rel - cre) / n, rel / n, cre / n
 }
 
 // openLoop triggers runs at rate per second for d, each from its own
@@ -514,6 +531,7 @@ func (b *bench) finish(ctx context.Context, p *phaseResult, base engine.Stats) e
 	p.end = end
 	p.failed = b.failures(base)
 	p.claimBatch, p.commitBatch = b.batchSizes(base)
+	p.viaQueue, p.atRelease, p.atCreate = b.claimPaths(base)
 	return nil
 }
 

@@ -39,15 +39,20 @@ type benchResult struct {
 	StepsPerS float64 `json:"steps_per_s"`
 	Errors    int64   `json:"errors"`
 	// Steps per claim and per completion transaction (the group commit).
-	ClaimBatch    float64  `json:"steps_per_claim_tx"`
-	CommitBatch   float64  `json:"steps_per_complete_tx"`
-	SampledRuns   int      `json:"sampled_runs"`
-	DispatchP50Ms *float64 `json:"dispatch_p50_ms"`
-	DispatchP90Ms *float64 `json:"dispatch_p90_ms"`
-	DispatchP99Ms *float64 `json:"dispatch_p99_ms"`
-	RunP50Ms      *float64 `json:"run_p50_ms"`
-	RunP90Ms      *float64 `json:"run_p90_ms"`
-	RunP99Ms      *float64 `json:"run_p99_ms"`
+	ClaimBatch  float64 `json:"steps_per_claim_tx"`
+	CommitBatch float64 `json:"steps_per_complete_tx"`
+	// Fractions of the full-load steps claimed through the queue, at
+	// release and at create.
+	ClaimedViaQueue  float64  `json:"claimed_via_queue"`
+	ClaimedAtRelease float64  `json:"claimed_at_release"`
+	ClaimedAtCreate  float64  `json:"claimed_at_create"`
+	SampledRuns      int      `json:"sampled_runs"`
+	DispatchP50Ms    *float64 `json:"dispatch_p50_ms"`
+	DispatchP90Ms    *float64 `json:"dispatch_p90_ms"`
+	DispatchP99Ms    *float64 `json:"dispatch_p99_ms"`
+	RunP50Ms         *float64 `json:"run_p50_ms"`
+	RunP90Ms         *float64 `json:"run_p90_ms"`
+	RunP99Ms         *float64 `json:"run_p99_ms"`
 
 	// Fixed offered rate (--rate), open loop, for --duration.
 	RateOfferedRunsPerS  *float64 `json:"rate_offered_runs_per_s"`
@@ -142,6 +147,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	r.StepsPerS = steps / p.seconds()
 	r.Errors = p.failed
 	r.ClaimBatch, r.CommitBatch = p.claimBatch, p.commitBatch
+	r.ClaimedViaQueue, r.ClaimedAtRelease, r.ClaimedAtCreate = p.viaQueue, p.atRelease, p.atCreate
 	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
 	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
 	r.CPUSecondsPer1000Steps = (after.cpu - before.cpu).Seconds() / (steps / 1000)
@@ -248,6 +254,8 @@ func printBenchTable(w io.Writer, r *benchResult) {
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
 	row("group commit", fmt.Sprintf("%.1f / %.1f", r.ClaimBatch, r.CommitBatch), "steps per claim / per completion transaction")
+	row("claimed", fmt.Sprintf("%.0f%% / %.0f%% / %.0f%%", 100*r.ClaimedViaQueue, 100*r.ClaimedAtRelease, 100*r.ClaimedAtCreate),
+		"via the queue / at release / at create")
 	if r.RateOfferedRunsPerS != nil {
 		fmt.Fprintln(tw, "  \t\t")
 		row("FIXED RATE", fmt.Sprintf("%.1f runs/s offered, %d runs", *r.RateOfferedRunsPerS, *r.RateRuns), "open loop: one trigger per tick, not waiting for earlier ones")

@@ -573,18 +573,34 @@ func upstream(k stepKey, deps func(stepKey) []string) []string {
 	return out
 }
 
-// insertAttempts adds a running forward attempt row for each claimed step.
+// insertAttempts adds a running forward attempt row for each claimed step,
+// started at now.
 func (s *Store) insertAttempts(ctx context.Context, q querier, keys []stepKey, byKey map[stepKey]*stepRow, worker, fence string, now time.Time) error {
+	rows := make([]newAttempt, len(keys))
+	for i, k := range keys {
+		rows[i] = newAttempt{k, byKey[k].Attempt, now}
+	}
+	return s.insertAttemptRows(ctx, q, rows, worker, fence)
+}
+
+// newAttempt is a running forward attempt to insert.
+type newAttempt struct {
+	stepKey
+	attempt int
+	started time.Time
+}
+
+func (s *Store) insertAttemptRows(ctx context.Context, q querier, rows []newAttempt, worker, fence string) error {
 	var ins strings.Builder
 	ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at) VALUES `)
-	args := make([]any, 0, 8*len(keys))
-	for i, k := range keys {
+	args := make([]any, 0, 8*len(rows))
+	for i, r := range rows {
 		if i > 0 {
 			ins.WriteString(", ")
 		}
 		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, k.run, k.step, string(persistence.AttemptForward), byKey[k].Attempt, worker, fence,
-			string(persistence.OutcomeRunning), s.t(now))
+		args = append(args, r.run, r.step, string(persistence.AttemptForward), r.attempt, worker, fence,
+			string(persistence.OutcomeRunning), s.t(norm(r.started)))
 	}
 	_, err := s.exec(ctx, q, ins.String(), args...)
 	return err

@@ -508,7 +508,7 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 			return nil
 		}
 		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
-			attempt, max_attempts, pending_deps, comp_attempt, fence, queued_at, updated_at) VALUES `+string(sb), args...)
+			attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at) VALUES `+string(sb), args...)
 		sb, args, rows = sb[:0], args[:0], 0
 		return err
 	}
@@ -517,10 +517,12 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 			if rows > 0 {
 				sb = append(sb, ", "...)
 			}
-			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, 0, '', ?, ?)"...)
+			// attempt, fence, lease and started_at are set for a root
+			// step claimed at create (RunCreateMany's ClaimRoots).
+			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)"...)
 			args = append(args, st.RunID, st.Step, plan.seqs[i], plan.run.Workflow, st.Queue, string(st.Status),
-				joinNames(st.Deps), joinNames(plan.dependents[i]), st.MaxAttempts, st.PendingDeps,
-				s.tp(st.QueuedAt), s.t(st.UpdatedAt))
+				joinNames(st.Deps), joinNames(plan.dependents[i]), st.Attempt, st.MaxAttempts, st.PendingDeps,
+				st.Fence, s.tp(st.LeaseExpiresAt), s.tp(st.QueuedAt), s.tp(st.StartedAt), s.t(st.UpdatedAt))
 			if rows++; rows == batch {
 				if err := flush(); err != nil {
 					return err
@@ -535,14 +537,57 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 // key are inserted together (a couple of multi-row statements for the
 // whole batch); runs with one go through RunCreate's path, in the same
 // transaction.
-func (s *Store) RunCreateMany(ctx context.Context, ps []persistence.RunCreateParams) ([]persistence.RunCreateOutcome, error) {
+func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyParams) ([]persistence.RunCreateOutcome, error) {
+	ps, rc := mp.Items, mp.ClaimRoots
+	if len(ps) > maxBatch {
+		return nil, fmt.Errorf("sqlstore: run create: %d items, over the batch limit of %d", len(ps), maxBatch)
+	}
+	if rc != nil {
+		if err := validToken("fence", rc.Fence, MaxFenceLen); err != nil {
+			return nil, err
+		}
+		if err := validToken("worker", rc.Worker, MaxWorkerLen); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]persistence.RunCreateOutcome, len(ps))
 	plans := make([]runPlan, len(ps))
 	pre := make([]error, len(ps))
 	for i, p := range ps {
 		plans[i], pre[i] = s.planRun(p)
 	}
+	// Claim at create: decided before the transaction (which may be
+	// retried), from the plans alone.
+	claims := make([][]int, len(ps)) // indexes into plans[i].steps
+	if rc != nil {
+		queues := make(map[string]bool, len(rc.Queues))
+		for _, q := range rc.Queues {
+			queues[q] = true
+		}
+		lease := norm(rc.LeaseUntil)
+		budget := rc.Max
+		for i := range plans {
+			if pre[i] != nil || plans[i].run.Status != persistence.RunRunning {
+				continue
+			}
+			for j := range plans[i].steps {
+				st := &plans[i].steps[j]
+				if budget <= 0 || st.Status != persistence.StepQueued || !queues[st.Queue] {
+					continue
+				}
+				budget--
+				started := plans[i].run.CreatedAt
+				st.Status = persistence.StepRunning
+				st.Attempt = 1
+				st.Fence = rc.Fence
+				st.LeaseExpiresAt = &lease
+				st.StartedAt = &started
+				claims[i] = append(claims[i], j)
+			}
+		}
+	}
 	err := s.write(ctx, func(q querier) error {
+		var claimed []newAttempt
 		var bulk []runPlan
 		var bulkIdx []int
 		for i := range out {
@@ -561,16 +606,31 @@ func (s *Store) RunCreateMany(ctx context.Context, ps []persistence.RunCreatePar
 			bulk = append(bulk, plans[i])
 			bulkIdx = append(bulkIdx, i)
 		}
-		if len(bulk) == 0 {
+		if len(bulk) > 0 {
+			if err := s.insertRuns(ctx, q, bulk); err != nil {
+				return err
+			}
+			for j, i := range bulkIdx {
+				out[i].Result = persistence.RunCreateResult{Run: bulk[j].run, Steps: slices.Clone(bulk[j].steps), Created: true}
+			}
+		}
+		// Attempt rows and answers for the roots claimed in runs this
+		// transaction created (a run that existed for its key keeps its
+		// own steps).
+		for i := range out {
+			if out[i].Err != nil || !out[i].Result.Created {
+				continue
+			}
+			for _, j := range claims[i] {
+				st := plans[i].steps[j]
+				claimed = append(claimed, newAttempt{stepKey{st.RunID, st.Step}, st.Attempt, *st.StartedAt})
+				out[i].Claimed = append(out[i].Claimed, persistence.StepClaimResult{Step: st, Run: plans[i].run})
+			}
+		}
+		if len(claimed) == 0 {
 			return nil
 		}
-		if err := s.insertRuns(ctx, q, bulk); err != nil {
-			return err
-		}
-		for j, i := range bulkIdx {
-			out[i].Result = persistence.RunCreateResult{Run: bulk[j].run, Steps: slices.Clone(bulk[j].steps), Created: true}
-		}
-		return nil
+		return s.insertAttemptRows(ctx, q, claimed, rc.Worker, rc.Fence)
 	})
 	if err != nil {
 		return nil, wrap("run create", err)

@@ -315,7 +315,7 @@ func (s *suite) testRunCreateMany(t *testing.T, st persistence.Store) {
 		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":2}`), IdempotencyKey: "key-2", Now: t0, Steps: specs("a")},
 		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"k":9}`), IdempotencyKey: "key-1", Now: t0, Steps: specs("a")},
 	}
-	outs, err := st.RunCreateMany(c, ps)
+	outs, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: ps})
 	if err != nil {
 		t.Fatalf("RunCreateMany: %v", err)
 	}
@@ -348,6 +348,115 @@ func (s *suite) testRunCreateMany(t *testing.T, st persistence.Store) {
 	}
 	if _, err := st.RunGet(c, ps[2].ID); !errors.Is(err, persistence.ErrRunNotFound) {
 		t.Errorf("the invalid item was stored: %v", err)
+	}
+}
+
+// testRunCreateClaimsRoots: RunCreateMany claims root steps of the runs
+// it creates for the caller (ClaimRoots), within the budget and the
+// queues, never for a run that starts later or one that already existed
+// for its key; a claimed root is running with a running attempt and
+// completes with the claim's fence.
+func (s *suite) testRunCreateClaimsRoots(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	existing, err := st.RunCreate(c, persistence.RunCreateParams{ID: newID(t), Workflow: "wf", Version: 1,
+		IdempotencyKey: "k", Now: t0, Steps: specs("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := specs("x")
+	other[0].Queue = "elsewhere"
+	ps := []persistence.RunCreateParams{
+		{ID: newID(t), Workflow: "wf", Version: 1, Input: []byte(`{"n":1}`), Now: t0, Steps: specs("a", "b", "c:a,b")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, StartAt: at(time.Hour), Steps: specs("a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, IdempotencyKey: "k", Now: t0, Steps: specs("a")},
+		{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, Steps: other},
+		{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, Steps: specs("a")},
+	}
+	rc := &persistence.ReleaseClaim{Queues: []string{"q1"}, Max: 2, Fence: "boot", Worker: "w9", LeaseUntil: at(time.Minute)}
+	outs, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
+	if err != nil {
+		t.Fatalf("RunCreateMany: %v", err)
+	}
+	for i, o := range outs {
+		if o.Err != nil {
+			t.Fatalf("item %d: %v", i, o.Err)
+		}
+	}
+	// Budget 2: both roots of the first run; none for the pending run, the
+	// existing run, the other queue, or the last run (budget spent).
+	if len(outs[0].Claimed) != 2 {
+		t.Fatalf("claimed %d roots of run 0, want 2: %+v", len(outs[0].Claimed), outs[0].Claimed)
+	}
+	for i := 1; i < len(outs); i++ {
+		if len(outs[i].Claimed) != 0 {
+			t.Errorf("item %d: claimed %+v, want none", i, outs[i].Claimed)
+		}
+	}
+	if outs[2].Result.Created || outs[2].Result.Run.ID != existing.Run.ID {
+		t.Errorf("repeated key: %+v, want the existing run", outs[2].Result.Run)
+	}
+	if got := getStep(t, st, existing.Run.ID, "a"); got.Status != persistence.StepQueued || got.Fence != "" {
+		t.Errorf("existing run's root = %+v, want still queued", got)
+	}
+	if diff := cmp.Diff([]string{"a"}, queuedNames(outs[4].Result.Steps)); diff != "" {
+		t.Errorf("queued roots of run 4 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"x"}, queuedNames(outs[3].Result.Steps)); diff != "" {
+		t.Errorf("queued roots of run 3 (-want +got):\n%s", diff)
+	}
+	if got := getStep(t, st, ps[1].ID, "a"); got.Status == persistence.StepRunning || got.Fence != "" || got.Attempt != 0 {
+		t.Errorf("root of a run that starts later = %+v, want unclaimed", got)
+	}
+	id := ps[0].ID
+	for _, cl := range outs[0].Claimed {
+		if cl.Step.Status != persistence.StepRunning || cl.Step.Fence != "boot" || cl.Step.Attempt != 1 ||
+			cl.Run.ID != id || string(cl.Run.Input) != `{"n":1}` || len(cl.Upstream) != 0 {
+			t.Errorf("claimed = %+v", cl)
+		}
+		got := getStep(t, st, id, cl.Step.Step)
+		if got.Status != persistence.StepRunning || got.Fence != "boot" || got.Attempt != 1 || got.StartedAt == nil ||
+			!got.StartedAt.Equal(t0) || got.LeaseExpiresAt == nil || !got.LeaseExpiresAt.Equal(at(time.Minute)) {
+			t.Errorf("stored claimed step = %+v, want running, attempt 1, started at t0, with the claim's lease", got)
+		}
+	}
+	for _, sr := range outs[0].Result.Steps {
+		if sr.Step != "c" && sr.Status != persistence.StepRunning {
+			t.Errorf("result step %s is %s, want running", sr.Step, sr.Status)
+		}
+	}
+	atts, err := st.AttemptList(c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(atts) != 2 {
+		t.Fatalf("attempts = %+v, want one running attempt per claimed root", atts)
+	}
+	for _, a := range atts {
+		if a.Worker != "w9" || a.Outcome != persistence.OutcomeRunning || a.Attempt != 1 || a.Kind != persistence.AttemptForward || !a.StartedAt.Equal(t0) {
+			t.Errorf("attempt = %+v", a)
+		}
+	}
+	// A claimed root cannot be claimed again; it completes with the fence,
+	// and releases its dependent.
+	if _, err := st.StepClaim(c, persistence.StepClaimParams{RunID: id, Step: "a", Fence: "f2", Worker: "w", LeaseUntil: at(time.Minute), Now: at(time.Second)}); !errors.Is(err, persistence.ErrNotClaimable) {
+		t.Errorf("claim of a claimed root: err = %v, want ErrNotClaimable", err)
+	}
+	done, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{
+		{RunID: id, Step: "a", Fence: "boot", Now: at(time.Second)},
+		{RunID: id, Step: "b", Fence: "boot", Now: at(time.Second)},
+	}})
+	if err != nil || done[0].Err != nil || done[1].Err != nil {
+		t.Fatalf("complete claimed roots: %v %v %v", err, done[0].Err, done[1].Err)
+	}
+	var ready []string
+	for _, o := range done {
+		ready = append(ready, names(o.Result.Ready)...)
+	}
+	if diff := cmp.Diff([]string{"c"}, ready); diff != "" {
+		t.Errorf("ready (-want +got):\n%s", diff)
+	}
+	if _, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: ps[:1], ClaimRoots: &persistence.ReleaseClaim{Max: 1, Fence: ""}}); !errors.Is(err, persistence.ErrInvalid) {
+		t.Errorf("empty claim fence: err = %v, want ErrInvalid", err)
 	}
 }
 

@@ -85,7 +85,7 @@ func BenchmarkClaimCompleteBatch(b *testing.B, st persistence.Store, batch int) 
 			ids[i] = id.String()
 			ps = append(ps, persistence.RunCreateParams{ID: ids[i], Workflow: "bench", Input: []byte(`{"n":1}`), Now: time.Now(), Steps: steps})
 		}
-		if _, err := st.RunCreateMany(ctx, ps); err != nil {
+		if _, err := st.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ConcurrentCompleteMany", s.testConcurrentCompleteMany},
 		{"StepCompleteClaimsReleased", s.testCompleteClaimsReleased},
 		{"RunCreateMany", s.testRunCreateMany},
+		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
