@@ -115,7 +115,9 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 			e.inflightMu.Lock()
 			delete(e.inflight, ex.task.ID)
 			e.inflightMu.Unlock()
-			<-e.slots
+			if !ex.handedOver {
+				<-e.slots
+			}
 			e.handlers.Done()
 		}()
 		done := work()
@@ -168,6 +170,8 @@ type completion struct {
 type completionResult struct {
 	res persistence.StepCompleteResult
 	err error // the item's error, or the batch's
+	// handover: the item's slot now belongs to a step its batch claimed.
+	handover bool
 }
 
 // complete records a success or skip through the committers and waits for
@@ -184,6 +188,7 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 		r := <-c.done
 		if r.err == nil {
 			ex.acked = true
+			ex.handedOver = r.handover
 			return r.res, nil
 		}
 		if isItemError(r.err) || time.Now().After(deadline) || e.runCtx.Err() != nil {
@@ -236,8 +241,10 @@ func (e *Engine) commitBatch(batch []*completion) {
 	e.stats.commitBatches.Add(1)
 	e.stats.commitItems.Add(int64(len(batch)))
 	// Claim at release: the steps this batch releases run here at once,
-	// on free slots, without a trip through Redis and a claim transaction.
-	rc, slots := e.releaseClaim(2 * len(batch))
+	// without a trip through Redis and a claim transaction, on free slots
+	// and on the slots of the batch's own steps, which are done once it
+	// commits (a worker goes on with the step its step released).
+	rc, slots := e.releaseClaim(2*len(batch), len(batch))
 	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	outs, err := e.store.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
 	cancel()
@@ -253,7 +260,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	}
 	var ready []persistence.StepRun
 	var acks []queue.Task
-	used := 0
+	var claimed []persistence.StepClaimResult
 	for i, c := range batch {
 		o := outs[i]
 		switch {
@@ -262,31 +269,53 @@ func (e *Engine) commitBatch(batch []*completion) {
 			if !c.eager {
 				acks = append(acks, c.task)
 			}
-			for _, cl := range o.Result.Claimed {
-				used++
-				e.stats.claimedAtRelease.Add(1)
-				e.runEager(cl, rc.Fence)
-			}
+			claimed = append(claimed, o.Result.Claimed...)
 		case errors.Is(o.Err, persistence.ErrFenceMismatch) && !c.eager:
 			acks = append(acks, c.task) // a zombie's task: the new owner has its own
 		}
 	}
-	for ; used < slots; used++ {
+	// Slots for the claimed steps: the free ones taken, then those of the
+	// batch's steps that have nothing left to do once they hear back (a
+	// success or skip in a run that is not compensating).
+	fromFree := min(len(claimed), slots)
+	for range slots - fromFree {
 		<-e.slots
+	}
+	handover := make([]bool, len(batch))
+	need := len(claimed) - fromFree
+	for i := range batch {
+		if need == 0 {
+			break
+		}
+		if o := outs[i]; o.Err == nil && o.Result.RunStatus != persistence.RunCompensating {
+			handover[i] = true
+			need--
+		}
 	}
 	// Enqueue before ack: a crash in between leaves a duplicate task (the
 	// claim drops it), never a lost one.
 	e.enqueueSteps(context.Background(), ready)
 	e.ackTasks(acks)
+	e.stats.claimedAtRelease.Add(int64(len(claimed)))
+	for i, cl := range claimed {
+		if i < len(claimed)-need {
+			e.runEager(cl, rc.Fence)
+		} else {
+			// More claimed than slots (a fan-out beside steps that did
+			// not complete): this one waits for a slot.
+			e.runEagerWhenFree(cl, rc.Fence)
+		}
+	}
 	for i, c := range batch {
-		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err}
+		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i]}
 	}
 }
 
 // releaseClaim takes up to max free slots without waiting and returns the
-// claim that lets a completion batch fill them, or nil when none is free
-// (or the node is stopping or runs no workers).
-func (e *Engine) releaseClaim(max int) (*persistence.ReleaseClaim, int) {
+// claim that lets a completion batch fill them and extra more (the slots
+// of the batch's own steps), or nil when there is nothing to fill (or the
+// node is stopping or runs no workers). It returns the free slots taken.
+func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	if e.slots == nil || e.fetchCtx.Err() != nil {
 		return nil, 0
 	}
@@ -300,13 +329,38 @@ take:
 			break take
 		}
 	}
-	if n == 0 {
+	if n+extra == 0 {
 		return nil, 0
 	}
 	return &persistence.ReleaseClaim{
-		Queues: e.queueNames(), Max: n, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
+		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
 		LeaseUntil: e.clock.Now().Add(e.cfg.Lease),
 	}, n
+}
+
+// runEagerWhenFree runs a step claimed at release once a slot is free. If
+// the node stops first, the lease is released and the step handed to the
+// queue, as Stop does for running steps.
+func (e *Engine) runEagerWhenFree(res persistence.StepClaimResult, fence string) {
+	e.handlers.Add(1)
+	go func() {
+		defer e.handlers.Done()
+		select {
+		case e.slots <- struct{}{}:
+			e.runEager(res, fence)
+		case <-e.fetchCtx.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			now := e.clock.Now()
+			if err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+				RunID: res.Step.RunID, Step: res.Step.Step, Fence: fence, LeaseUntil: now.Add(-time.Millisecond), Now: now,
+			}); err != nil {
+				e.log.Warn("lease release failed; it will expire", "run_id", res.Step.RunID, "step", res.Step.Step, "err", err)
+			}
+			ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
+			e.enqueue(res.Step.Queue, ref.String(), now)
+		}
+	}()
 }
 
 // runEager runs a step claimed at release (or at create) on one of the
@@ -395,7 +449,7 @@ func (e *Engine) triggerLoop() {
 		// Claim at create: root steps of the new runs start here at once,
 		// on free slots, without a trip through Redis and a claim
 		// transaction.
-		rc, slots := e.releaseClaim(2 * len(batch))
+		rc, slots := e.releaseClaim(2*len(batch), 0)
 		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 		outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
 		cancel()

@@ -387,3 +387,63 @@ func TestThousandRunsTwentyWorkers(t *testing.T) {
 		}, "tasks left in Redis after every run finished")
 	})
 }
+
+// TestConcurrencyBoundWithClaimAtRelease runs fan-out runs on a node of
+// three slots: the completions hand their slots to the steps they release
+// (and the run creations claim roots on free ones), yet no more than three
+// handlers ever run at once, and every step runs once.
+func TestConcurrencyBoundWithClaimAtRelease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const slots = 3
+		var running, peak, calls atomic.Int64
+		h := stepsFunc(func(context.Context) error {
+			n := running.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			calls.Add(1)
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			return nil
+		})
+		wf, err := dag.New("fan").Step("a", h).
+			Step("b", h, dag.After("a")).Step("c", h, dag.After("a")).Step("d", h, dag.After("a")).
+			Step("e", h, dag.After("b", "c", "d")).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := b.opts(t)
+		o.Clock = engine.SystemClock
+		o.Workflows = []*dag.Workflow{wf}
+		o.Configure = func(c *engine.Config) { c.Concurrency = slots }
+		env := enginetest.New(t, o)
+		const n = 60
+		ids := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids[i] = env.Trigger(t, "fan", nil)
+			}()
+		}
+		wg.Wait()
+		for _, id := range ids {
+			env.AssertRun(t, env.WaitTimeout(t, id, time.Minute), persistence.RunSucceeded)
+		}
+		if got := calls.Load(); got != 5*n {
+			t.Errorf("handlers ran %d times, want %d", got, 5*n)
+		}
+		if got := peak.Load(); got > slots {
+			t.Errorf("%d handlers ran at once on a node of %d slots", got, slots)
+		}
+		st := env.Engine.Stats()
+		if st.ClaimedAtRelease == 0 {
+			t.Errorf("no step was claimed at release: stats %+v", st)
+		}
+		t.Logf("peak %d; claimed at release %d, at create %d, through the queue %d", peak.Load(), st.ClaimedAtRelease, st.ClaimedAtCreate, st.ClaimItems)
+	})
+}

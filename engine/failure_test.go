@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/queue"
+	"github.com/dagflow/dagflow/steps"
 )
 
 // A task id the engine cannot parse (someone else's, or corrupt) is
@@ -73,4 +76,159 @@ func TestTriggerHonoursContextWhenStoreHangs(t *testing.T) {
 		t.Fatalf("Trigger after the store recovered: %v", err)
 	}
 	env.AssertRun(t, env.Wait(t, id), persistence.RunSucceeded)
+}
+
+// compensatingReport reports every completion of step "a" as made in a
+// compensating run (the run is in fact running): such a step's worker has
+// saga work left, so its slot cannot go to the steps its completion
+// claimed.
+type compensatingReport struct {
+	persistence.Store
+}
+
+func (c *compensatingReport) StepCompleteMany(ctx context.Context, p persistence.StepCompleteManyParams) ([]persistence.StepCompleteOutcome, error) {
+	outs, err := c.Store.StepCompleteMany(ctx, p)
+	for i := range outs {
+		if i < len(p.Items) && p.Items[i].Step == "a" && outs[i].Err == nil {
+			outs[i].Result.RunStatus = persistence.RunCompensating
+		}
+	}
+	return outs, err
+}
+
+// TestClaimedStepWaitsForASlot: on a node of one slot, a completion claims
+// a released step it has no slot for (its own worker still has work): the
+// step waits for the slot instead of running beside it, then runs, once.
+func TestClaimedStepWaitsForASlot(t *testing.T) {
+	var running, peak atomic.Int64
+	ran := map[string]int{}
+	var mu sync.Mutex
+	h := func(name string) steps.Handler {
+		return stepsFunc(func(context.Context) error {
+			n := running.Add(1)
+			defer running.Add(-1)
+			if n > peak.Load() {
+				peak.Store(n)
+			}
+			mu.Lock()
+			ran[name]++
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		})
+	}
+	wf, err := dag.New("fan").Step("a", h("a")).Step("b", h("b"), dag.After("a")).Step("c", h("c"), dag.After("a")).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/wait.db", AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	env := enginetest.New(t, enginetest.Options{Store: &compensatingReport{st}, Clock: engine.SystemClock,
+		Workflows: []*dag.Workflow{wf}, Configure: func(c *engine.Config) { c.Concurrency = 1 }})
+	for range 3 {
+		id := env.Trigger(t, "fan", nil)
+		env.AssertRun(t, env.WaitTimeout(t, id, 30*time.Second), persistence.RunSucceeded)
+	}
+	if p := peak.Load(); p > 1 {
+		t.Errorf("%d handlers ran at once on a node of one slot", p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range []string{"a", "b", "c"} {
+		if ran[s] != 3 {
+			t.Errorf("step %s ran %d times, want 3", s, ran[s])
+		}
+	}
+	if st := env.Engine.Stats(); st.ClaimedAtRelease == 0 {
+		t.Errorf("nothing was claimed at release: stats %+v", st)
+	}
+}
+
+// gatedRunGet makes RunGet wait while gate is set: the worker of a step
+// reported as in a compensating run (compensatingReport) keeps its slot,
+// reading the run for the saga, until the test lets it go.
+type gatedRunGet struct {
+	compensatingReport
+	gate    chan struct{}
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (g *gatedRunGet) RunGet(ctx context.Context, id string) (persistence.Run, error) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.gate
+	})
+	return g.compensatingReport.RunGet(ctx, id)
+}
+
+// TestStopHandsOverAClaimedStepWaitingForASlot: a step claimed at release
+// that is still waiting for a slot when the node stops is handed to the
+// queue with its lease released, and another node runs it at once.
+func TestStopHandsOverAClaimedStepWaitingForASlot(t *testing.T) {
+	ran := map[string]int{}
+	var mu sync.Mutex
+	h := func(name string) steps.Handler {
+		return stepsFunc(func(context.Context) error {
+			mu.Lock()
+			ran[name]++
+			mu.Unlock()
+			return nil
+		})
+	}
+	wf, err := dag.New("fan").Step("a", h("a")).Step("b", h("b"), dag.After("a")).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/handover.db", AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	gs := &gatedRunGet{compensatingReport: compensatingReport{st}, gate: make(chan struct{}), entered: make(chan struct{})}
+	lease := time.Minute // a takeover after the lease would time the test out
+	cfg := func(c *engine.Config) {
+		c.Concurrency = 1
+		c.Lease = lease
+		c.Heartbeat = time.Second
+		c.ReconcileInterval = time.Hour
+	}
+	a := enginetest.New(t, enginetest.Options{Store: gs, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf}, Configure: cfg})
+	id := a.Trigger(t, "fan", nil)
+	select {
+	case <-gs.entered: // a completed and claimed b; a's worker holds the slot
+	case <-time.After(10 * time.Second):
+		t.Fatal("step a never completed")
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stopped <- a.Engine.Stop(ctx)
+	}()
+	// b was handed to the queue: its lease is released and its task is in
+	// Redis before a's worker lets go of the slot.
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		qs, err := a.Engine.Queue().Stats(context.Background(), "default")
+		return err == nil && qs.Ready+qs.Delayed == 1
+	}, "the waiting step was not handed to the queue")
+	close(gs.gate)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	start := time.Now()
+	enginetest.New(t, enginetest.Options{Store: st, Redis: a.Redis, Prefix: a.Prefix, Clock: engine.SystemClock,
+		Workflows: []*dag.Workflow{wf}, Configure: cfg})
+	a.AssertRun(t, a.WaitTimeout(t, id, 20*time.Second), persistence.RunSucceeded)
+	if took := time.Since(start); took > lease/2 {
+		t.Errorf("handover took %v: the lease was not released", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran["a"] != 1 || ran["b"] != 1 {
+		t.Errorf("a ran %d times, b %d; want 1 and 1", ran["a"], ran["b"])
+	}
 }

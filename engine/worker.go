@@ -94,6 +94,9 @@ type execution struct {
 	released atomic.Bool // Stop released the lease: record nothing
 	acked    bool        // the committer acked the task (owner goroutine only)
 	eager    bool        // claimed at release: the task is not in Redis
+	// handedOver: the committer gave this execution's slot to a step it
+	// claimed; the goroutine ends without giving it back (owner only).
+	handedOver bool
 }
 
 var (
