@@ -452,7 +452,7 @@ func (s *Store) RunListDue(ctx context.Context, p persistence.ListDueParams) ([]
 }
 
 // RunDeleteFinished implements persistence.Store. Steps and attempts go
-// with their run (ON DELETE CASCADE).
+// with their run.
 func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFinishedParams) (int, error) {
 	qq := s.runDeleteFinishedQuery(p)
 	var n int
@@ -470,6 +470,14 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 		args := make([]any, len(ids))
 		for i, r := range ids {
 			args[i] = r.ID
+		}
+		// Children first: the MySQL schema has no foreign keys to
+		// cascade (migration 00004).
+		if _, err := s.exec(ctx, q, `DELETE FROM step_attempts WHERE run_id IN (`+in(len(args))+`)`, args...); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, q, `DELETE FROM step_runs WHERE run_id IN (`+in(len(args))+`)`, args...); err != nil {
+			return err
 		}
 		m, err := s.exec(ctx, q, `DELETE FROM workflow_runs WHERE id IN (`+in(len(args))+`)`, args...)
 		n = int(m)
