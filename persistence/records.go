@@ -52,6 +52,9 @@ type StepRun struct {
 // Attempt is one row of a run's history: one execution of a step's handler
 // or compensation.
 type Attempt struct {
+	// ID orders the recorded attempts; it is 0 for a handler execution in
+	// progress, whose row is written when it ends (AttemptList shows it
+	// from its step, after the recorded ones).
 	ID         int64
 	RunID      string
 	Step       string

@@ -112,7 +112,10 @@ type Store interface {
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
 
-	// AttemptList returns a run's history, oldest first.
+	// AttemptList returns a run's history: the recorded attempts in the
+	// order their rows were written (a handler execution's when it ends,
+	// a compensation's when it starts), then the handler executions in
+	// progress (ID 0), oldest first.
 	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
 
 	// ScheduleUpsert creates or updates a schedule by name, keeping its

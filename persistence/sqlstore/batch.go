@@ -134,7 +134,8 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 				runs[run.ID] = run
 			}
 		}
-		var claimed, takeovers []stepKey
+		var claimed []stepKey
+		var ended []endedAttempt
 		taken := map[stepKey]bool{}
 		for i, it := range items {
 			if out[i].Err != nil {
@@ -159,12 +160,16 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			}
 			taken[it.stepKey] = true
 			claimed = append(claimed, it.stepKey)
-			if r.Attempt > 0 {
-				takeovers = append(takeovers, it.stepKey)
+			if r.Status == string(persistence.StepRunning) {
+				// A takeover: whoever held the attempt lost it (its lease
+				// expired, or its node released it).
+				ended = append(ended, attemptEnd(r, persistence.OutcomeLost, "", now))
 			}
 			r.Status = string(persistence.StepRunning)
 			r.Attempt++
 			r.Fence = fence
+			r.Worker = worker
+			r.ClaimedAt = nullTime{T: now, Valid: true}
 			r.LeaseExpiresAt = nullTime{T: lease, Valid: true}
 			r.NextAttemptAt = nullTime{}
 			if !r.StartedAt.Valid {
@@ -176,22 +181,14 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if len(claimed) == 0 {
 			return nil
 		}
-		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now)}
+		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)}
 		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
-			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?
+			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
+			worker = ?, claimed_at = ?
 			WHERE `+pairWhere(len(claimed)), append(args, pairArgs(claimed)...)...); err != nil {
 			return err
 		}
-		if len(takeovers) > 0 {
-			// Whoever held an earlier attempt that is still marked running
-			// lost it (its lease expired, or its step was aborted).
-			args := []any{string(persistence.OutcomeLost), s.t(now), string(persistence.AttemptForward), string(persistence.OutcomeRunning)}
-			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
-				WHERE kind = ? AND outcome = ? AND `+pairWhere(len(takeovers)), append(args, pairArgs(takeovers)...)...); err != nil {
-				return err
-			}
-		}
-		if err := s.insertAttempts(ctx, q, claimed, byKey, worker, fence, now); err != nil {
+		if err := s.recordEnded(ctx, q, ended); err != nil {
 			return err
 		}
 		// Outputs (and statuses) of what each claimed step may read: every
@@ -322,7 +319,6 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			}
 			budget = rc.Max
 		}
-		var claimedKeys []stepKey
 		type claimRef struct {
 			item int
 			key  stepKey
@@ -341,11 +337,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			byRun[r.RunID] = append(byRun[r.RunID], r)
 		}
 		changed := map[stepKey]bool{}
-		type fenced struct {
-			stepKey
-			fence string
-		}
-		attempts := map[persistence.AttemptOutcome][]fenced{}
+		var ended []endedAttempt
 		lastOfRun := map[string]int{}
 		var now time.Time
 		for i, p := range ps {
@@ -369,6 +361,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			if p.Skipped {
 				status, outcome = persistence.StepSkipped, persistence.OutcomeSkipped
 			}
+			ended = append(ended, attemptEnd(r, outcome, "", now))
 			r.Status = string(status)
 			r.Output = nonEmpty(p.Output)
 			r.Error.String, r.Error.Valid = "", false
@@ -376,7 +369,6 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			r.FinishedAt = nullTime{T: now, Valid: true}
 			r.UpdatedAt = dbTime{now}
 			changed[k] = true
-			attempts[outcome] = append(attempts[outcome], fenced{k, p.Fence})
 			res := persistence.StepCompleteResult{Step: r.record()}
 			for _, dn := range splitNames(r.Dependents) {
 				d := byKey[stepKey{p.RunID, dn}]
@@ -396,10 +388,11 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 						d.Status = string(persistence.StepRunning)
 						d.Attempt++
 						d.Fence = rc.Fence
+						d.Worker = rc.Worker
+						d.ClaimedAt = nullTime{T: now, Valid: true}
 						d.LeaseExpiresAt = nullTime{T: norm(rc.LeaseUntil), Valid: true}
 						d.NextAttemptAt = nullTime{}
 						d.StartedAt = nullTime{T: now, Valid: true}
-						claimedKeys = append(claimedKeys, dk)
 						claimRefs = append(claimRefs, claimRef{i, dk})
 						continue
 					}
@@ -472,26 +465,8 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		if err := s.upsertSteps(ctx, q, byKey, changed); err != nil {
 			return err
 		}
-		if len(claimedKeys) > 0 {
-			if err := s.insertAttempts(ctx, q, claimedKeys, byKey, rc.Worker, rc.Fence, now); err != nil {
-				return err
-			}
-		}
-		for outcome, fs := range attempts {
-			var b strings.Builder
-			args := []any{string(outcome), s.t(now), string(persistence.OutcomeRunning)}
-			b.WriteString(`UPDATE step_attempts SET outcome = ?, finished_at = ? WHERE outcome = ? AND (`)
-			for j, f := range fs {
-				if j > 0 {
-					b.WriteString(" OR ")
-				}
-				b.WriteString("(run_id = ? AND step = ? AND fence = ?)")
-				args = append(args, f.run, f.step, f.fence)
-			}
-			b.WriteString(")")
-			if _, err := s.exec(ctx, q, b.String(), args...); err != nil {
-				return err
-			}
+		if err := s.recordEnded(ctx, q, ended); err != nil {
+			return err
 		}
 		if len(finished) > 0 {
 			slices.Sort(finished)
@@ -511,7 +486,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 
 // stepWriteCols are the step_runs columns a batch writes back.
 var stepWriteCols = []string{"status", "attempt", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
-	"output", "error", "queued_at", "started_at", "finished_at", "updated_at"}
+	"output", "error", "queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"}
 
 // upsertSteps writes the changed rows (all of them locked by the
 // transaction) back in one statement.
@@ -523,17 +498,17 @@ func (s *Store) upsertSteps(ctx context.Context, q querier, byKey map[stepKey]*s
 	sortKeys(keys)
 	var b strings.Builder
 	b.WriteString(`INSERT INTO step_runs (` + stepCols + `) VALUES `)
-	args := make([]any, 0, 21*len(keys))
+	args := make([]any, 0, 23*len(keys))
 	for i, k := range keys {
 		r := byKey[k]
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Status, r.Deps, r.Dependents,
 			r.Attempt, r.MaxAttempts, r.PendingDeps, r.CompAttempt, r.Fence,
 			s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt), nullBytes(r.Output), nullStringNS(r.Error.String, r.Error.Valid),
-			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T))
+			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt))
 	}
 	b.WriteString(s.d.Upsert([]string{"run_id", "step"}, stepWriteCols))
 	_, err := s.exec(ctx, q, b.String(), args...)
@@ -573,34 +548,60 @@ func upstream(k stepKey, deps func(stepKey) []string) []string {
 	return out
 }
 
-// insertAttempts adds a running forward attempt row for each claimed step,
-// started at now.
-func (s *Store) insertAttempts(ctx context.Context, q querier, keys []stepKey, byKey map[stepKey]*stepRow, worker, fence string, now time.Time) error {
-	rows := make([]newAttempt, len(keys))
-	for i, k := range keys {
-		rows[i] = newAttempt{k, byKey[k].Attempt, now}
-	}
-	return s.insertAttemptRows(ctx, q, rows, worker, fence)
-}
-
-// newAttempt is a running forward attempt to insert.
-type newAttempt struct {
+// endedAttempt is a forward attempt to record in step_attempts: one that
+// ended, or (an aborted one) that is left as it was.
+type endedAttempt struct {
 	stepKey
-	attempt int
-	started time.Time
+	attempt  int
+	worker   string
+	fence    string
+	outcome  persistence.AttemptOutcome
+	msg      string
+	started  time.Time
+	finished *time.Time
+	// legacy: claimed before the step row held its attempt (migration
+	// 00005 MySQL / 00004 SQLite), so its row exists and is updated.
+	legacy bool
 }
 
-func (s *Store) insertAttemptRows(ctx context.Context, q querier, rows []newAttempt, worker, fence string) error {
+// attemptEnd describes the forward attempt that r (as locked, before this
+// transaction changed it) holds, ending now with outcome.
+func attemptEnd(r *stepRow, outcome persistence.AttemptOutcome, msg string, now time.Time) endedAttempt {
+	return endedAttempt{
+		stepKey: stepKey{r.RunID, r.Step}, attempt: r.Attempt, worker: r.Worker, fence: r.Fence,
+		outcome: outcome, msg: msg, started: r.ClaimedAt.T, finished: &now, legacy: !r.ClaimedAt.Valid,
+	}
+}
+
+// recordEnded writes the rows of ended forward attempts: one INSERT for
+// all of them, and an UPDATE of its running row for a legacy one.
+func (s *Store) recordEnded(ctx context.Context, q querier, ended []endedAttempt) error {
 	var ins strings.Builder
-	ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at) VALUES `)
-	args := make([]any, 0, 8*len(rows))
-	for i, r := range rows {
-		if i > 0 {
+	var args []any
+	for _, e := range ended {
+		if e.legacy {
+			if e.outcome == persistence.OutcomeRunning {
+				continue // its row already says so
+			}
+			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
+				WHERE run_id = ? AND step = ? AND kind = ? AND fence = ? AND outcome = ?`,
+				string(e.outcome), nullString(e.msg), s.tp(e.finished), e.run, e.step,
+				string(persistence.AttemptForward), e.fence, string(persistence.OutcomeRunning)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(args) == 0 {
+			ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `)
+		} else {
 			ins.WriteString(", ")
 		}
-		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, r.run, r.step, string(persistence.AttemptForward), r.attempt, worker, fence,
-			string(persistence.OutcomeRunning), s.t(norm(r.started)))
+		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, e.run, e.step, string(persistence.AttemptForward), e.attempt, e.worker, e.fence,
+			string(e.outcome), nullString(e.msg), s.t(norm(e.started)), s.tp(e.finished))
+	}
+	if len(args) == 0 {
+		return nil
 	}
 	_, err := s.exec(ctx, q, ins.String(), args...)
 	return err

@@ -43,11 +43,14 @@ func (s *Store) RunCreateTx(ctx context.Context, tx persistence.DBTX, p persiste
 
 // runPlan is a validated RunCreateParams with the rows to insert.
 type runPlan struct {
-	run        persistence.Run
-	metadata   []byte
-	steps      []persistence.StepRun
-	seqs       []int
-	dependents [][]string
+	// claimWorker is the worker of root steps claimed at create (they are
+	// the plan's running steps).
+	claimWorker string
+	run         persistence.Run
+	metadata    []byte
+	steps       []persistence.StepRun
+	seqs        []int
+	dependents  [][]string
 }
 
 func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
@@ -516,7 +519,8 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 			return nil
 		}
 		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
-			attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at) VALUES `+string(sb), args...)
+			attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
+			worker, claimed_at) VALUES `+string(sb), args...)
 		sb, args, rows = sb[:0], args[:0], 0
 		return err
 	}
@@ -527,10 +531,15 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 			}
 			// attempt, fence, lease and started_at are set for a root
 			// step claimed at create (RunCreateMany's ClaimRoots).
-			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)"...)
+			worker, claimedAt := "", (*time.Time)(nil)
+			if st.Status == persistence.StepRunning {
+				worker, claimedAt = plan.claimWorker, st.StartedAt
+			}
+			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)"...)
 			args = append(args, st.RunID, st.Step, plan.seqs[i], plan.run.Workflow, st.Queue, string(st.Status),
 				joinNames(st.Deps), joinNames(plan.dependents[i]), st.Attempt, st.MaxAttempts, st.PendingDeps,
-				st.Fence, s.tp(st.LeaseExpiresAt), s.tp(st.QueuedAt), s.tp(st.StartedAt), s.t(st.UpdatedAt))
+				st.Fence, s.tp(st.LeaseExpiresAt), s.tp(st.QueuedAt), s.tp(st.StartedAt), s.t(st.UpdatedAt),
+				worker, s.tp(claimedAt))
 			if rows++; rows == batch {
 				if err := flush(); err != nil {
 					return err
@@ -592,10 +601,12 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 				st.StartedAt = &started
 				claims[i] = append(claims[i], j)
 			}
+			if len(claims[i]) > 0 {
+				plans[i].claimWorker = rc.Worker
+			}
 		}
 	}
 	err := s.write(ctx, func(q querier) error {
-		var claimed []newAttempt
 		var bulk []runPlan
 		var bulkIdx []int
 		for i := range out {
@@ -622,23 +633,17 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 				out[i].Result = persistence.RunCreateResult{Run: bulk[j].run, Steps: slices.Clone(bulk[j].steps), Created: true}
 			}
 		}
-		// Attempt rows and answers for the roots claimed in runs this
-		// transaction created (a run that existed for its key keeps its
-		// own steps).
+		// Answers for the roots claimed in runs this transaction created (a
+		// run that existed for its key keeps its own steps).
 		for i := range out {
 			if out[i].Err != nil || !out[i].Result.Created {
 				continue
 			}
 			for _, j := range claims[i] {
-				st := plans[i].steps[j]
-				claimed = append(claimed, newAttempt{stepKey{st.RunID, st.Step}, st.Attempt, *st.StartedAt})
-				out[i].Claimed = append(out[i].Claimed, persistence.StepClaimResult{Step: st, Run: plans[i].run})
+				out[i].Claimed = append(out[i].Claimed, persistence.StepClaimResult{Step: plans[i].steps[j], Run: plans[i].run})
 			}
 		}
-		if len(claimed) == 0 {
-			return nil
-		}
-		return s.insertAttemptRows(ctx, q, claimed, rc.Worker, rc.Fence)
+		return nil
 	})
 	if err != nil {
 		return nil, wrap("run create", err)

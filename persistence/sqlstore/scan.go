@@ -127,7 +127,7 @@ func (r runRow) record() (persistence.Run, error) {
 	return run, nil
 }
 
-const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at"
+const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at, worker, claimed_at"
 
 type stepRow struct {
 	RunID          string         `db:"run_id"`
@@ -151,6 +151,11 @@ type stepRow struct {
 	StartedAt      nullTime       `db:"started_at"`
 	FinishedAt     nullTime       `db:"finished_at"`
 	UpdatedAt      dbTime         `db:"updated_at"`
+	// Worker and ClaimedAt describe the forward attempt in progress
+	// (status running); ClaimedAt is NULL for one claimed before
+	// migration 00005 (MySQL) / 00004 (SQLite), whose attempt row exists.
+	Worker    string   `db:"worker"`
+	ClaimedAt nullTime `db:"claimed_at"`
 }
 
 func (r stepRow) record() persistence.StepRun {

@@ -256,6 +256,8 @@ func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompletePara
 	return res, wrap("step complete", err)
 }
 
+// finishAttempt ends a compensation attempt (whose row its claim
+// inserted).
 func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence string, outcome persistence.AttemptOutcome, msg string, now time.Time) error {
 	_, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
 		WHERE run_id = ? AND step = ? AND fence = ? AND outcome = ?`,
@@ -292,6 +294,7 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 		if err != nil {
 			return err
 		}
+		ended := attemptEnd(&row, persistence.OutcomeFailed, msg, now)
 		switch {
 		case retryAt != nil && !p.Compensation:
 			row.Status = string(persistence.StepRetrying)
@@ -317,7 +320,12 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 			p.RunID, p.Step); err != nil {
 			return err
 		}
-		if err := s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now); err != nil {
+		if p.Compensation {
+			err = s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now)
+		} else {
+			err = s.recordEnded(ctx, q, []endedAttempt{ended})
+		}
+		if err != nil {
 			return err
 		}
 		out = row.record()
@@ -401,8 +409,16 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	}
 	names := make([]any, len(rows))
 	out := make([]persistence.StepRun, len(rows))
+	var aborted []endedAttempt
 	for i, r := range rows {
 		names[i] = r.Step
+		if r.Status == string(persistence.StepRunning) {
+			// The forward attempt in progress is left in the history as it
+			// was: running, never finished.
+			e := attemptEnd(&r, persistence.OutcomeRunning, "", now)
+			e.finished = nil
+			aborted = append(aborted, e)
+		}
 		r.Status = string(to)
 		r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
 		r.UpdatedAt = dbTime{now}
@@ -442,6 +458,9 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	uargs = append(uargs, names...)
 	if _, err := s.exec(ctx, q, `UPDATE step_runs SET `+set+` WHERE run_id = ? AND step IN (`+in(len(names))+`)`,
 		uargs...); err != nil {
+		return nil, err
+	}
+	if err := s.recordEnded(ctx, q, aborted); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -516,6 +535,26 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	out := make([]persistence.Attempt, len(rows))
 	for i, r := range rows {
 		out[i] = r.record()
+	}
+	// Forward attempts in progress live on their step rows (their attempt
+	// row is written when they end); they come last, oldest first, with
+	// ID 0.
+	var running []struct {
+		Step      string   `db:"step"`
+		Attempt   int      `db:"attempt"`
+		Worker    string   `db:"worker"`
+		ClaimedAt nullTime `db:"claimed_at"`
+	}
+	if err := s.selectAll(ctx, s.db, &running, `SELECT step, attempt, worker, claimed_at FROM step_runs
+		WHERE run_id = ? AND status = ? AND claimed_at IS NOT NULL ORDER BY claimed_at, seq`,
+		runID, string(persistence.StepRunning)); err != nil {
+		return nil, wrap("attempt list", err)
+	}
+	for _, r := range running {
+		out = append(out, persistence.Attempt{
+			RunID: runID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt, Worker: r.Worker,
+			Outcome: persistence.OutcomeRunning, StartedAt: r.ClaimedAt.T,
+		})
 	}
 	return out, nil
 }

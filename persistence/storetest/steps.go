@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,8 @@ func (s *suite) testStepClaim(t *testing.T, st persistence.Store) {
 	var got []row
 	for _, a := range atts {
 		got = append(got, row{a.Step, a.Kind, a.Attempt, a.Worker, a.Outcome})
-		if a.RunID != id || a.ID == 0 {
-			t.Errorf("attempt = %+v", a)
+		if a.RunID != id || (a.ID == 0) != (a.Outcome == persistence.OutcomeRunning && a.Kind == persistence.AttemptForward) {
+			t.Errorf("attempt = %+v (ID 0 is for, and only for, a handler execution in progress)", a)
 		}
 	}
 	want := []row{
@@ -796,5 +797,129 @@ func (s *suite) testListDeadPaging(t *testing.T, st persistence.Store) {
 	}
 	if _, err := st.StepListDead(c, persistence.StepListDeadParams{Cursor: "garbage!"}); !errors.Is(err, persistence.ErrInvalid) {
 		t.Errorf("bad cursor = %v, want ErrInvalid", err)
+	}
+}
+
+// attemptRows returns a run's attempts of one step as (attempt, worker,
+// outcome, recorded) strings.
+func attemptRows(t *testing.T, st persistence.Store, runID, step string) []string {
+	t.Helper()
+	atts, err := st.AttemptList(ctx(t), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range atts {
+		if a.Step != step || a.Kind != persistence.AttemptForward {
+			continue
+		}
+		rec := "recorded"
+		if a.ID == 0 {
+			rec = "in progress"
+		}
+		fin := "-"
+		if a.FinishedAt != nil {
+			fin = a.FinishedAt.Sub(t0).String()
+		}
+		out = append(out, fmt.Sprintf("%d %s %s %s %s..%s", a.Attempt, a.Worker, a.Outcome, rec, a.StartedAt.Sub(t0), fin))
+	}
+	return out
+}
+
+// testAttemptHistory: an attempt in progress is shown from its step; the
+// attempt's row is written when it ends (succeeded, failed, lost to a
+// takeover) with its worker and start; an attempt aborted by a step
+// transition stays in the history as it was.
+func (s *suite) testAttemptHistory(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	r := createRun(t, st, "wf", "", "a", "b")
+	id := r.Run.ID
+	claim(t, st, id, "a", "f1", at(time.Second))
+	if diff := cmp.Diff([]string{"1 w-f1 running in progress 1s..-"}, attemptRows(t, st, id, "a")); diff != "" {
+		t.Errorf("claimed (-want +got):\n%s", diff)
+	}
+	retry := at(3 * time.Second)
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: id, Step: "a", Fence: "f1", Error: "boom", RetryAt: &retry, Now: at(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, st, id, "a", "f2", at(4*time.Second))
+	// f2's lease (a minute) expires; f3 takes the step over.
+	claim(t, st, id, "a", "f3", at(2*time.Minute))
+	complete(t, st, id, "a", "f3", "", at(2*time.Minute+time.Second))
+	want := []string{
+		"1 w-f1 failed recorded 1s..2s",
+		"2 w-f2 lost recorded 4s..2m0s",
+		"3 w-f3 succeeded recorded 2m0s..2m1s",
+	}
+	if diff := cmp.Diff(want, attemptRows(t, st, id, "a")); diff != "" {
+		t.Errorf("history of a (-want +got):\n%s", diff)
+	}
+	atts, _ := st.AttemptList(c, id)
+	for _, a := range atts {
+		if a.Step == "a" && a.Outcome == persistence.OutcomeFailed && a.Error != "boom" {
+			t.Errorf("failed attempt error = %q, want boom", a.Error)
+		}
+	}
+	claim(t, st, id, "b", "fb", at(5*time.Second))
+	if _, err := st.StepTransition(c, persistence.StepTransitionParams{RunID: id, Steps: []string{"b"},
+		From: []persistence.StepStatus{persistence.StepRunning}, To: persistence.StepCancelled, Error: "run cancelled", Now: at(6 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"1 w-fb running recorded 5s..-"}, attemptRows(t, st, id, "b")); diff != "" {
+		t.Errorf("history of aborted b (-want +got):\n%s", diff)
+	}
+}
+
+// testLegacyAttempts: a step claimed by an earlier version (its attempt row
+// written by the claim, the step row without the attempt's start) ends
+// with that row updated, never a second row.
+func (s *suite) testLegacyAttempts(t *testing.T, st persistence.Store) {
+	if s.opts.beginTx == nil {
+		t.Skip("needs WithBeginTx")
+	}
+	c := ctx(t)
+	legacy := func(runID, step, fence string) {
+		t.Helper()
+		tx, err := s.opts.beginTx(c, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(c, `UPDATE step_runs SET claimed_at = NULL, worker = '' WHERE run_id = ? AND step = ?`, runID, step); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(c, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
+			VALUES (?, ?, ?, 1, 'old', ?, ?, '2026-03-04 05:06:08.123456')`,
+			runID, step, string(persistence.AttemptForward), fence, string(persistence.OutcomeRunning)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := createRun(t, st, "wf", "", "a", "b", "c")
+	id := r.Run.ID
+	for _, step := range []string{"a", "b", "c"} {
+		claim(t, st, id, step, "f"+step, at(time.Second))
+		legacy(id, step, "f"+step)
+		if diff := cmp.Diff([]string{"1 old running recorded 1s..-"}, attemptRows(t, st, id, step)); diff != "" {
+			t.Fatalf("legacy %s (-want +got):\n%s", step, diff)
+		}
+	}
+	complete(t, st, id, "a", "fa", "", at(2*time.Second))
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: id, Step: "b", Fence: "fb", Error: "boom", Now: at(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"1 old succeeded recorded 1s..2s"}, attemptRows(t, st, id, "a")); diff != "" {
+		t.Errorf("legacy a completed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"1 old failed recorded 1s..2s"}, attemptRows(t, st, id, "b")); diff != "" {
+		t.Errorf("legacy b failed (-want +got):\n%s", diff)
+	}
+	// c's lease expires and another worker takes it over.
+	claim(t, st, id, "c", "fc2", at(2*time.Minute))
+	want := []string{"1 old lost recorded 1s..2m0s", "2 w-fc2 running in progress 2m0s..-"}
+	if diff := cmp.Diff(want, attemptRows(t, st, id, "c")); diff != "" {
+		t.Errorf("legacy c taken over (-want +got):\n%s", diff)
 	}
 }

@@ -86,6 +86,8 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"StepCompleteClaimsReleased", s.testCompleteClaimsReleased},
 		{"RunCreateMany", s.testRunCreateMany},
 		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
+		{"AttemptHistory", s.testAttemptHistory},
+		{"LegacyRunningAttempts", s.testLegacyAttempts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
