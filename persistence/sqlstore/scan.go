@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,30 @@ type stepRow struct {
 	// migration 00005 (MySQL) / 00004 (SQLite), whose attempt row exists.
 	Worker    string   `db:"worker"`
 	ClaimedAt nullTime `db:"claimed_at"`
+}
+
+var stepColList = strings.Split(stepCols, ", ")
+
+// scanStepRows appends the rows to dest when their columns are stepCols
+// in order, and reports whether it did (otherwise it reads nothing).
+func scanStepRows(rows *sql.Rows, dest *[]stepRow) (bool, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return false, err
+	}
+	if !slices.Equal(cols, stepColList) {
+		return false, nil
+	}
+	for rows.Next() {
+		var r stepRow
+		if err := rows.Scan(&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
+			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
+			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt); err != nil {
+			return true, err
+		}
+		*dest = append(*dest, r)
+	}
+	return true, rows.Err()
 }
 
 func (r stepRow) record() persistence.StepRun {

@@ -145,6 +145,17 @@ func (s *Store) selectAll(ctx context.Context, q querier, dest any, query string
 		return err
 	}
 	defer rows.Close()
+	if d, ok := dest.(*[]stepRow); ok {
+		// The hot path's scan (every batch reads whole step rows):
+		// straight into the fields, without sqlx's reflection.
+		done, err := scanStepRows(rows, d)
+		if err != nil {
+			return err
+		}
+		if done {
+			return rows.Close()
+		}
+	}
 	if err := sqlx.StructScan(rows, dest); err != nil {
 		return err
 	}
