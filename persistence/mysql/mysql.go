@@ -127,7 +127,10 @@ func normalizeDSN(dsn string) (string, error) {
 		return "", fmt.Errorf("mysql: bad DSN: %w", err)
 	}
 	c.ClientFoundRows = true
-	c.MultiStatements = false
+	// The store sends a transaction's writes as one multi-statement call
+	// (one round trip); every value in them is interpolated and escaped
+	// by the driver, never spliced into the text by the store.
+	c.MultiStatements = true
 	// Client-side interpolation sends each statement in one round trip
 	// instead of three (prepare, execute, close). It is safe here: the
 	// connection charset is utf8mb4 (not one of the multibyte charsets that

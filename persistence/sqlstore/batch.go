@@ -182,13 +182,11 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			return nil
 		}
 		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)}
-		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
+		upd := stmt{`UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
 			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
 			worker = ?, claimed_at = ?
-			WHERE `+pairWhere(len(claimed)), append(args, pairArgs(claimed)...)...); err != nil {
-			return err
-		}
-		if err := s.recordEnded(ctx, q, ended); err != nil {
+			WHERE ` + pairWhere(len(claimed)), append(args, pairArgs(claimed)...)}
+		if err := s.execAll(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
 		}
 		// Outputs (and statuses) of what each claimed step may read: every
@@ -462,21 +460,15 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			}
 			out[cr.item].Result.Claimed = append(out[cr.item].Result.Claimed, res)
 		}
-		if err := s.upsertSteps(ctx, q, byKey, changed); err != nil {
-			return err
-		}
-		if err := s.recordEnded(ctx, q, ended); err != nil {
-			return err
-		}
+		// The writes, in one round trip on MySQL.
+		writes := append(s.upsertSteps(byKey, changed), s.endedStmts(ended)...)
 		if len(finished) > 0 {
 			slices.Sort(finished)
 			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
-			if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
-				WHERE status = ? AND id IN (`+in(len(finished))+`)`, args...); err != nil {
-				return err
-			}
+			writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
+				WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
 		}
-		return nil
+		return s.execAll(ctx, q, writes...)
 	})
 	if err != nil {
 		return nil, wrap("step complete", err)
@@ -488,31 +480,25 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 var stepWriteCols = []string{"status", "attempt", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
 	"output", "error", "queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"}
 
-// upsertSteps writes the changed rows (all of them locked by the
-// transaction) back in one statement.
-func (s *Store) upsertSteps(ctx context.Context, q querier, byKey map[stepKey]*stepRow, changed map[stepKey]bool) error {
+// upsertSteps returns the statements that write the changed rows (all of
+// them locked by the transaction) back.
+func (s *Store) upsertSteps(byKey map[stepKey]*stepRow, changed map[stepKey]bool) []stmt {
 	keys := make([]stepKey, 0, len(changed))
 	for k := range changed {
 		keys = append(keys, k)
 	}
 	sortKeys(keys)
-	var b strings.Builder
-	b.WriteString(`INSERT INTO step_runs (` + stepCols + `) VALUES `)
-	args := make([]any, 0, 23*len(keys))
+	rows := make([][]any, len(keys))
 	for i, k := range keys {
 		r := byKey[k]
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Status, r.Deps, r.Dependents,
+		rows[i] = []any{r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Status, r.Deps, r.Dependents,
 			r.Attempt, r.MaxAttempts, r.PendingDeps, r.CompAttempt, r.Fence,
 			s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt), nullBytes(r.Output), nullStringNS(r.Error.String, r.Error.Valid),
-			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt))
+			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt)}
 	}
-	b.WriteString(s.d.Upsert([]string{"run_id", "step"}, stepWriteCols))
-	_, err := s.exec(ctx, q, b.String(), args...)
-	return err
+	return valuesStmts(`INSERT INTO step_runs (`+stepCols+`) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		s.d.Upsert([]string{"run_id", "step"}, stepWriteCols), rows)
 }
 
 func (s *Store) nt(t nullTime) any {
@@ -573,36 +559,31 @@ func attemptEnd(r *stepRow, outcome persistence.AttemptOutcome, msg string, now 
 	}
 }
 
-// recordEnded writes the rows of ended forward attempts: one INSERT for
-// all of them, and an UPDATE of its running row for a legacy one.
+// recordEnded writes the rows of ended forward attempts.
 func (s *Store) recordEnded(ctx context.Context, q querier, ended []endedAttempt) error {
-	var ins strings.Builder
-	var args []any
+	return s.execAll(ctx, q, s.endedStmts(ended)...)
+}
+
+// endedStmts returns the statements that record ended forward attempts:
+// one INSERT for all of them, and an UPDATE of its running row for a
+// legacy one.
+func (s *Store) endedStmts(ended []endedAttempt) []stmt {
+	var out []stmt
+	var rows [][]any
 	for _, e := range ended {
 		if e.legacy {
 			if e.outcome == persistence.OutcomeRunning {
 				continue // its row already says so
 			}
-			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
+			out = append(out, stmt{`UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
 				WHERE run_id = ? AND step = ? AND kind = ? AND fence = ? AND outcome = ?`,
-				string(e.outcome), nullString(e.msg), s.tp(e.finished), e.run, e.step,
-				string(persistence.AttemptForward), e.fence, string(persistence.OutcomeRunning)); err != nil {
-				return err
-			}
+				[]any{string(e.outcome), nullString(e.msg), s.tp(e.finished), e.run, e.step,
+					string(persistence.AttemptForward), e.fence, string(persistence.OutcomeRunning)}})
 			continue
 		}
-		if len(args) == 0 {
-			ins.WriteString(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `)
-		} else {
-			ins.WriteString(", ")
-		}
-		ins.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, e.run, e.step, string(persistence.AttemptForward), e.attempt, e.worker, e.fence,
-			string(e.outcome), nullString(e.msg), s.t(norm(e.started)), s.tp(e.finished))
+		rows = append(rows, []any{e.run, e.step, string(persistence.AttemptForward), e.attempt, e.worker, e.fence,
+			string(e.outcome), nullString(e.msg), s.t(norm(e.started)), s.tp(e.finished)})
 	}
-	if len(args) == 0 {
-		return nil
-	}
-	_, err := s.exec(ctx, q, ins.String(), args...)
-	return err
+	return append(out, valuesStmts(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", rows)...)
 }

@@ -11,6 +11,9 @@ import (
 type Dialect struct {
 	// Name identifies the dialect in error messages ("mysql", "sqlite").
 	Name string
+	// MultiStatements: the connection runs several statements, separated
+	// by semicolons, sent in one call (one round trip).
+	MultiStatements bool
 	// BindType is the sqlx bind type the queries are rebound to; the queries
 	// are written with '?' placeholders.
 	BindType int
@@ -51,12 +54,13 @@ const TimeLayout = "2006-01-02 15:04:05.000000"
 // MySQL is the dialect of MySQL 8 and MariaDB 10.6+ (InnoDB).
 func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 	return Dialect{
-		Name:        "mysql",
-		BindType:    sqlx.QUESTION,
-		ForUpdate:   " FOR UPDATE",
-		Time:        func(t time.Time) any { return t },
-		IsDuplicate: isDuplicate,
-		IsRetryable: isRetryable,
+		Name:            "mysql",
+		MultiStatements: true,
+		BindType:        sqlx.QUESTION,
+		ForUpdate:       " FOR UPDATE",
+		Time:            func(t time.Time) any { return t },
+		IsDuplicate:     isDuplicate,
+		IsRetryable:     isRetryable,
 		Upsert: func(_, update []string) string {
 			// VALUES(col) is deprecated (not removed) in MySQL 8.0.20+, but it
 			// is the only form MariaDB understands.

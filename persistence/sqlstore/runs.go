@@ -492,62 +492,33 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 // insertRuns inserts runs and all their steps, a few multi-row statements
 // for any number of runs.
 func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) error {
-	const batch = 200
-	for lo := 0; lo < len(plans); lo += batch {
-		hi := min(lo+batch, len(plans))
-		var sb []byte
-		args := make([]any, 0, (hi-lo)*16)
-		for i := lo; i < hi; i++ {
-			r, md := plans[i].run, plans[i].metadata
-			if i > lo {
-				sb = append(sb, ", "...)
-			}
-			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"...)
-			args = append(args, r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
-				nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
-				s.tp(r.StartedAt), nil, s.t(r.UpdatedAt))
-		}
-		if _, err := s.exec(ctx, q, `INSERT INTO workflow_runs (`+runCols+`) VALUES `+string(sb), args...); err != nil {
-			return err
-		}
-	}
-	var sb []byte
-	var args []any
-	rows := 0
-	flush := func() error {
-		if rows == 0 {
-			return nil
-		}
-		_, err := s.exec(ctx, q, `INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
-			attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
-			worker, claimed_at) VALUES `+string(sb), args...)
-		sb, args, rows = sb[:0], args[:0], 0
-		return err
-	}
-	for _, plan := range plans {
-		for i, st := range plan.steps {
-			if rows > 0 {
-				sb = append(sb, ", "...)
-			}
-			// attempt, fence, lease and started_at are set for a root
-			// step claimed at create (RunCreateMany's ClaimRoots).
+	runs := make([][]any, len(plans))
+	var steps [][]any
+	for i, plan := range plans {
+		r, md := plan.run, plan.metadata
+		runs[i] = []any{r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
+			nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
+			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt)}
+		for j, st := range plan.steps {
+			// attempt, fence, lease, started_at, worker and claimed_at
+			// are set for a root step claimed at create (RunCreateMany's
+			// ClaimRoots).
 			worker, claimedAt := "", (*time.Time)(nil)
 			if st.Status == persistence.StepRunning {
 				worker, claimedAt = plan.claimWorker, st.StartedAt
 			}
-			sb = append(sb, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)"...)
-			args = append(args, st.RunID, st.Step, plan.seqs[i], plan.run.Workflow, st.Queue, string(st.Status),
-				joinNames(st.Deps), joinNames(plan.dependents[i]), st.Attempt, st.MaxAttempts, st.PendingDeps,
+			steps = append(steps, []any{st.RunID, st.Step, plan.seqs[j], plan.run.Workflow, st.Queue, string(st.Status),
+				joinNames(st.Deps), joinNames(plan.dependents[j]), st.Attempt, st.MaxAttempts, st.PendingDeps,
 				st.Fence, s.tp(st.LeaseExpiresAt), s.tp(st.QueuedAt), s.tp(st.StartedAt), s.t(st.UpdatedAt),
-				worker, s.tp(claimedAt))
-			if rows++; rows == batch {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
+				worker, s.tp(claimedAt)})
 		}
 	}
-	return flush()
+	// Runs first (their steps refer to them), in one round trip on MySQL.
+	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
+	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
+		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
+		worker, claimed_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)
+	return s.execAll(ctx, q, stmts...)
 }
 
 // RunCreateMany implements persistence.Store: runs without an idempotency

@@ -137,6 +137,128 @@ func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) 
 	return res.RowsAffected()
 }
 
+// stmt is one statement of a batch for execAll.
+type stmt struct {
+	query string
+	args  []any
+}
+
+// maxStmtBytes bounds the argument data (inputs, outputs, texts) sent in
+// one round trip, so that batches of large payloads stay well under
+// MySQL's max_allowed_packet (16 MiB by default; escaping can double the
+// data): a multi-row statement is split, and statements are combined only
+// up to it. A single row larger than that goes alone (MaxPayload's limit
+// applies to it, and max_allowed_packet must exceed MaxPayload).
+const maxStmtBytes = 4 << 20
+
+// maxStmtArgs bounds the arguments of one statement (SQLite binds at most
+// 32,766 parameters).
+const maxStmtArgs = 30000
+
+// argBytes estimates the bytes args take in a statement.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// valuesStmts builds "head tuple, tuple, ... tail" statements for rows
+// (each row's arguments fill one tuple), splitting them so that each
+// statement carries at most maxStmtBytes and maxStmtArgs of arguments, or
+// one row.
+func valuesStmts(head, tuple, tail string, rows [][]any) []stmt {
+	var out []stmt
+	var b strings.Builder
+	var args []any
+	size := 0
+	flush := func() {
+		if len(args) == 0 {
+			return
+		}
+		b.WriteString(tail)
+		out = append(out, stmt{b.String(), args})
+		b.Reset()
+		args, size = nil, 0
+	}
+	for _, r := range rows {
+		n := argBytes(r)
+		if len(args) > 0 && (size+n > maxStmtBytes || len(args)+len(r) > maxStmtArgs) {
+			flush()
+		}
+		if len(args) == 0 {
+			b.WriteString(head)
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(tuple)
+		args = append(args, r...)
+		size += n
+	}
+	flush()
+	return out
+}
+
+// execAll runs statements that return no rows, in order: in one round trip
+// where the dialect allows several statements in one call (MySQL), one
+// after the other otherwise (SQLite, in process). A failing statement
+// stops the batch; its error is returned, and the caller's transaction is
+// rolled back as for any error.
+func (s *Store) execAll(ctx context.Context, q querier, stmts ...stmt) error {
+	var live []stmt
+	for _, st := range stmts {
+		if st.query != "" {
+			live = append(live, st)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	if !s.d.MultiStatements {
+		for _, st := range live {
+			if _, err := s.exec(ctx, q, st.query, st.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var b strings.Builder
+	var args []any
+	size := 0
+	send := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		_, err := s.exec(ctx, q, b.String(), args...)
+		b.Reset()
+		args, size = nil, 0
+		return err
+	}
+	for _, st := range live {
+		n := argBytes(st.args)
+		if b.Len() > 0 && size+n > maxStmtBytes {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteString(";\n")
+		}
+		b.WriteString(st.query)
+		args = append(args, st.args...)
+		size += n
+	}
+	return send()
+}
+
 // selectAll scans every row of query into dest, a pointer to a slice of
 // row structs.
 func (s *Store) selectAll(ctx context.Context, q querier, dest any, query string, args ...any) error {

@@ -469,3 +469,57 @@ func queuedNames(sts []persistence.StepRun) []string {
 	}
 	return out
 }
+
+// testLargeBatches: batches whose payloads add up to more than a server
+// takes in one packet (MySQL's default max_allowed_packet is 16 MiB) are
+// stored whole: 24 runs with inputs of 900 KB, their steps claimed at
+// create and completed with outputs of 900 KB, in one call each.
+func (s *suite) testLargeBatches(t *testing.T, st persistence.Store) {
+	if testing.Short() {
+		t.Skip("large payloads")
+	}
+	c := ctx(t)
+	const n, size = 24, 900 << 10
+	payload := func(i int) []byte {
+		b := make([]byte, 0, size)
+		b = append(b, `{"pad":"`...)
+		for len(b) < size-16 {
+			b = append(b, byte('a'+(i+len(b))%26))
+		}
+		return append(b, `"}`...)
+	}
+	ps := make([]persistence.RunCreateParams, n)
+	for i := range ps {
+		ps[i] = persistence.RunCreateParams{ID: newID(t), Workflow: "wf", Version: 1, Input: payload(i), Now: t0, Steps: specs("a")}
+	}
+	rc := &persistence.ReleaseClaim{Queues: []string{"q1"}, Max: n, Fence: "big", Worker: "w", LeaseUntil: at(time.Minute)}
+	outs, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
+	if err != nil {
+		t.Fatalf("RunCreateMany of %d runs with %d-byte inputs: %v", n, size, err)
+	}
+	items := make([]persistence.StepCompleteParams, n)
+	for i, o := range outs {
+		if o.Err != nil || len(o.Claimed) != 1 {
+			t.Fatalf("run %d: %v, claimed %d", i, o.Err, len(o.Claimed))
+		}
+		items[i] = persistence.StepCompleteParams{RunID: ps[i].ID, Step: "a", Fence: "big", Output: payload(n + i), Now: at(time.Second)}
+	}
+	done, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: items})
+	if err != nil {
+		t.Fatalf("StepCompleteMany of %d steps with %d-byte outputs: %v", n, size, err)
+	}
+	for i, o := range done {
+		if o.Err != nil || !o.Result.RunFinished {
+			t.Fatalf("item %d: %v, finished %v", i, o.Err, o.Result.RunFinished)
+		}
+	}
+	for _, i := range []int{0, n - 1} {
+		got, err := st.RunGet(c, ps[i].ID)
+		if err != nil || string(got.Input) != string(ps[i].Input) || got.Status != persistence.RunSucceeded {
+			t.Errorf("run %d: status %s, input intact %v (%v)", i, got.Status, string(got.Input) == string(ps[i].Input), err)
+		}
+		if sr := getStep(t, st, ps[i].ID, "a"); string(sr.Output) != string(items[i].Output) {
+			t.Errorf("run %d: output of %d bytes stored as %d", i, len(items[i].Output), len(sr.Output))
+		}
+	}
+}

@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
 		{"AttemptHistory", s.testAttemptHistory},
 		{"LegacyRunningAttempts", s.testLegacyAttempts},
+		{"BatchesOfLargePayloads", s.testLargeBatches},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
