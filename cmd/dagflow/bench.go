@@ -88,7 +88,7 @@ func (c *benchConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.embedded, "embedded", false, "use an in-process Redis (miniredis) and a temporary SQLite file instead of the servers")
 	fs.IntVar(&c.runs, "runs", 20000, "order runs in the full-load measurement")
 	fs.IntVar(&c.warmup, "warmup", 1000, "order runs before the measurement (not measured)")
-	fs.IntVar(&c.workers, "workers", 256, "engine concurrency (steps run at once; no-op steps are cheap, so many)")
+	fs.IntVar(&c.workers, "workers", 1024, "engine concurrency: steps run or waiting for their completion to commit, at once (no-op steps are cheap, so many; the more, the larger the group commits)")
 	fs.IntVar(&c.triggers, "triggers", 32, "goroutines triggering runs at full load")
 	fs.Var(&c.rate, "rate", "after the full-load run, trigger runs at this fixed rate (runs/s, or a percentage of the measured full-load rate, e.g. 50%) for -duration and report latencies; 0 or empty: skip")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "length of the fixed-rate measurement")

@@ -60,6 +60,7 @@ var benchKeys = []string{
 	"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 	"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 	"backlog_steps", "peak_rss_mib", "cpu_s_per_1000_steps", "database", "redis_prefix",
+	"steps_per_claim_tx", "steps_per_complete_tx", "claimed_via_queue", "claimed_at_release", "claimed_at_create",
 }
 
 func TestBenchEmbedded(t *testing.T) {
@@ -103,7 +104,9 @@ func TestBenchMySQL(t *testing.T) {
 		testenv.Unavailable(t, "mysql at "+cfg.Addr, err)
 	}
 	prof := filepath.Join(t.TempDir(), "cpu.pprof")
-	res, table := runBenchCmd(t, "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--runs", "150",
+	// Few workers, so that steps also go through the queue (Redis round
+	// trips are counted) and not all are claimed at create or release.
+	res, table := runBenchCmd(t, "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--runs", "150", "--workers", "16",
 		"--warmup", "10", "--history", "500", "--rate", "50%", "--duration", "1s", "--backlog", "3000",
 		"--cpuprofile", prof)
 	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p90_ms", "dispatch_p99_ms",
@@ -111,6 +114,9 @@ func TestBenchMySQL(t *testing.T) {
 		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps")
+	if sum := res["claimed_via_queue"].(float64) + res["claimed_at_release"].(float64) + res["claimed_at_create"].(float64); sum < 0.999 || sum > 1.001 {
+		t.Errorf("claimed via the queue, at release and at create add up to %v, want 1", sum)
+	}
 	if res["errors"] != 0.0 || res["backlog_steps"] != 3000.0 || res["history"] != 500.0 {
 		t.Errorf("errors %v, backlog_steps %v, history %v", res["errors"], res["backlog_steps"], res["history"])
 	}
