@@ -351,12 +351,7 @@ func (e *Engine) runEagerWhenFree(res persistence.StepClaimResult, fence string)
 		case <-e.fetchCtx.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			now := e.clock.Now()
-			if err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
-				RunID: res.Step.RunID, Step: res.Step.Step, Fence: fence, LeaseUntil: now.Add(-time.Millisecond), Now: now,
-			}); err != nil {
-				e.log.Warn("lease release failed; it will expire", "run_id", res.Step.RunID, "step", res.Step.Step, "err", err)
-			}
+			now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
 			ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
 			e.enqueue(res.Step.Queue, ref.String(), now)
 		}

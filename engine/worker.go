@@ -655,14 +655,7 @@ func (e *Engine) releaseInflight() {
 			continue
 		}
 		ex.released.Store(true)
-		now := e.clock.Now()
-		// A lease that ends now lets the next claim take the step over
-		// at once.
-		if err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
-			RunID: ex.runID, Step: ex.step, Fence: h.fence, LeaseUntil: now.Add(-time.Millisecond), Now: now,
-		}); err != nil {
-			e.log.Warn("lease release failed; it will expire", "run_id", ex.runID, "step", ex.step, "err", err)
-		}
+		now := e.releaseLease(ctx, ex.runID, ex.step, h.fence)
 		if ex.eager {
 			// Claimed at release: hand it to the queue for another node.
 			e.enqueue(ex.task.Queue, ex.task.ID, now)
@@ -673,6 +666,19 @@ func (e *Engine) releaseInflight() {
 			h.cancel(errShutdown)
 		}
 	}
+}
+
+// releaseLease ends a claim's lease now, so that the next claim takes the
+// step over at once, and returns the time it used. A failure is logged:
+// the lease then expires in its own time.
+func (e *Engine) releaseLease(ctx context.Context, runID, step, fence string) time.Time {
+	now := e.clock.Now()
+	if err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+		RunID: runID, Step: step, Fence: fence, LeaseUntil: now.Add(-time.Millisecond), Now: now,
+	}); err != nil {
+		e.log.Warn("lease release failed; it will expire", "run_id", runID, "step", step, "err", err)
+	}
+	return now
 }
 
 // cancelLocal cancels this node's running steps of a run.
