@@ -345,16 +345,19 @@ func (e *Engine) runEagerWhenFree(res persistence.StepClaimResult, fence string)
 	e.handlers.Add(1)
 	go func() {
 		defer e.handlers.Done()
-		select {
-		case e.slots <- struct{}{}:
-			e.runEager(res, fence)
-		case <-e.fetchCtx.Done():
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
-			ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
-			e.enqueue(res.Step.Queue, ref.String(), now)
+		if e.fetchCtx.Err() == nil {
+			select {
+			case e.slots <- struct{}{}:
+				e.runEager(res, fence)
+				return
+			case <-e.fetchCtx.Done():
+			}
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
+		ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
+		e.enqueue(res.Step.Queue, ref.String(), now)
 	}()
 }
 

@@ -96,7 +96,8 @@ const (
 type AttemptOutcome string
 
 // Attempt outcomes. An attempt whose worker vanished stays running until a
-// takeover marks it lost.
+// takeover marks it lost; one aborted by a step transition (its run was
+// cancelled or began compensating) stays running in the history.
 const (
 	OutcomeRunning   AttemptOutcome = "running"
 	OutcomeSucceeded AttemptOutcome = "succeeded"
