@@ -28,8 +28,11 @@ const (
 	// committers forever; the items are retried like any failed call.
 	storeCallTimeout = 30 * time.Second
 	// committers is how many completion transactions may be in flight at
-	// once: one commits while the next batch gathers.
-	committers = 2
+	// once: while one commits, the next batches gather and go. Three gave
+	// about 8% more throughput than two on the 2-core bench machine
+	// (10,862 against 10,020 steps/s), half-load latencies about the same;
+	// one or four did worse.
+	committers = 3
 )
 
 // dispatch claims the forward tasks of a dequeued batch and starts a
