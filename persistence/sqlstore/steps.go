@@ -528,29 +528,42 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	if runRef(runID) != nil {
 		return nil, nil
 	}
-	var rows []attemptRow
-	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+` FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
-		return nil, wrap("attempt list", err)
-	}
-	out := make([]persistence.Attempt, len(rows))
-	for i, r := range rows {
-		out[i] = r.record()
-	}
 	// Forward attempts in progress live on their step rows (their attempt
 	// row is written when they end); they come last, oldest first, with
-	// ID 0.
+	// ID 0. The steps are read first: an attempt that ends before the rows
+	// are read then shows once, recorded, not twice and never not at all.
 	var running []struct {
 		Step      string   `db:"step"`
 		Attempt   int      `db:"attempt"`
 		Worker    string   `db:"worker"`
+		Fence     string   `db:"fence"`
 		ClaimedAt nullTime `db:"claimed_at"`
 	}
-	if err := s.selectAll(ctx, s.db, &running, `SELECT step, attempt, worker, claimed_at FROM step_runs
+	if err := s.selectAll(ctx, s.db, &running, `SELECT step, attempt, worker, fence, claimed_at FROM step_runs
 		WHERE run_id = ? AND status = ? AND claimed_at IS NOT NULL ORDER BY claimed_at, seq`,
 		runID, string(persistence.StepRunning)); err != nil {
 		return nil, wrap("attempt list", err)
 	}
+	var rows []struct {
+		attemptRow
+		Fence string `db:"fence"`
+	}
+	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+`, fence FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
+		return nil, wrap("attempt list", err)
+	}
+	out := make([]persistence.Attempt, len(rows), len(rows)+len(running))
+	type fenced struct{ step, fence string }
+	recorded := make(map[fenced]bool, len(rows))
+	for i, r := range rows {
+		out[i] = r.record()
+		if r.Kind == string(persistence.AttemptForward) {
+			recorded[fenced{r.Step, r.Fence}] = true
+		}
+	}
 	for _, r := range running {
+		if recorded[fenced{r.Step, r.Fence}] {
+			continue // it ended meanwhile
+		}
 		out = append(out, persistence.Attempt{
 			RunID: runID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt, Worker: r.Worker,
 			Outcome: persistence.OutcomeRunning, StartedAt: r.ClaimedAt.T,
