@@ -253,9 +253,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	cancel()
 	if err != nil {
 		e.stats.errors.Add(1)
-		for range slots {
-			<-e.slots
-		}
+		e.freeSlots(slots)
 		for _, c := range batch {
 			c.done <- completionResult{err: err}
 		}
@@ -281,9 +279,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	// batch's steps that have nothing left to do once they hear back (a
 	// success or skip in a run that is not compensating).
 	fromFree := min(len(claimed), slots)
-	for range slots - fromFree {
-		<-e.slots
-	}
+	e.freeSlots(slots - fromFree)
 	handover := make([]bool, len(batch))
 	need := len(claimed) - fromFree
 	for i := range batch {
@@ -322,16 +318,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	if e.slots == nil || e.fetchCtx.Err() != nil {
 		return nil, 0
 	}
-	n := 0
-take:
-	for n < max {
-		select {
-		case e.slots <- struct{}{}:
-			n++
-		default:
-			break take
-		}
-	}
+	n := e.tryTakeSlots(max)
 	if n+extra == 0 {
 		return nil, 0
 	}
@@ -459,9 +446,7 @@ func (e *Engine) triggerLoop() {
 		outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
 		cancel()
 		if err != nil {
-			for range slots {
-				<-e.slots
-			}
+			e.freeSlots(slots)
 			for _, r := range batch {
 				r.done <- triggerResult{err: err}
 			}
@@ -479,9 +464,7 @@ func (e *Engine) triggerLoop() {
 				}
 			}
 		}
-		for ; used < slots; used++ {
-			<-e.slots
-		}
+		e.freeSlots(slots - used)
 		// A failed enqueue is logged; the reconciler dispatches the runs.
 		e.enqueueSteps(context.Background(), roots)
 		for i, r := range batch {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
-	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/queue"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -53,11 +53,7 @@ func (h *hangingStore) RunCreateMany(ctx context.Context, ps persistence.RunCrea
 // Trigger returns when its context ends even if the store does not
 // answer; once the store answers again, triggers work.
 func TestTriggerHonoursContextWhenStoreHangs(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/hang.db", AutoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStore(t)
 	hs := &hangingStore{Store: st, release: make(chan struct{})}
 	r := &recorder{}
 	env := enginetest.New(t, enginetest.Options{Store: hs, Workflows: []*dag.Workflow{orderWorkflow(t, r, "order", 0, nil, false, nil)}})
@@ -121,11 +117,7 @@ func TestClaimedStepWaitsForASlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/wait.db", AutoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStore(t)
 	env := enginetest.New(t, enginetest.Options{Store: &compensatingReport{st}, Clock: engine.SystemClock,
 		Workflows: []*dag.Workflow{wf}, Configure: func(c *engine.Config) { c.Concurrency = 1 }})
 	for range 3 {
@@ -183,11 +175,7 @@ func TestStopHandsOverAClaimedStepWaitingForASlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/handover.db", AutoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStore(t)
 	gs := &gatedRunGet{compensatingReport: compensatingReport{st}, gate: make(chan struct{}), entered: make(chan struct{})}
 	lease := time.Minute // a takeover after the lease would time the test out
 	cfg := func(c *engine.Config) {
@@ -230,5 +218,44 @@ func TestStopHandsOverAClaimedStepWaitingForASlot(t *testing.T) {
 	defer mu.Unlock()
 	if ran["a"] != 1 || ran["b"] != 1 {
 		t.Errorf("a ran %d times, b %d; want 1 and 1", ran["a"], ran["b"])
+	}
+}
+
+// failingCreate refuses the first fail RunCreateMany calls, as a database
+// that is down would.
+type failingCreate struct {
+	persistence.Store
+	fail atomic.Int32
+}
+
+func (f *failingCreate) RunCreateMany(ctx context.Context, p persistence.RunCreateManyParams) ([]persistence.RunCreateOutcome, error) {
+	if f.fail.Add(-1) >= 0 {
+		return nil, errors.New("database unreachable")
+	}
+	return f.Store.RunCreateMany(ctx, p)
+}
+
+// TestTriggerFailureGivesSlotsBack: run creations that fail return their
+// error to Trigger, store nothing, and give back the slots they took to
+// claim the roots: on a node of three slots (the idle fetch loop holds
+// one), the next run's root is still claimed at create.
+func TestTriggerFailureGivesSlotsBack(t *testing.T) {
+	fs := &failingCreate{Store: sqliteStore(t)}
+	fs.fail.Store(3)
+	env := enginetest.New(t, enginetest.Options{Store: fs, Clock: engine.SystemClock,
+		Workflows: []*dag.Workflow{orderWorkflow(t, &recorder{}, "order", 0, nil, false, nil)},
+		Configure: func(c *engine.Config) { c.Concurrency = 3 }})
+	for range 3 {
+		if id, err := env.Engine.Trigger(context.Background(), "order", map[string]int{"i": 1}); err == nil || !strings.Contains(err.Error(), "database unreachable") {
+			t.Fatalf("Trigger while the store is down: run %q, err = %v; want the store's error", id, err)
+		}
+	}
+	if page, err := fs.RunList(context.Background(), persistence.RunListParams{}); err != nil || len(page.Runs) != 0 {
+		t.Fatalf("runs stored by failed triggers: %+v (%v)", page.Runs, err)
+	}
+	id := env.Trigger(t, "order", map[string]int{"i": 2})
+	env.AssertRun(t, env.WaitTimeout(t, id, 30*time.Second), persistence.RunSucceeded)
+	if st := env.Engine.Stats(); st.ClaimedAtCreate != 1 {
+		t.Errorf("ClaimedAtCreate = %d, want 1: the slot the failed creations took was not given back (stats %+v)", st.ClaimedAtCreate, st)
 	}
 }

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/dagflow/dagflow/persistence/sqlite"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -166,4 +168,16 @@ func successes(info engine.RunInfo, step string) int {
 		}
 	}
 	return n
+}
+
+// sqliteStore opens a migrated SQLite store in t's temporary directory and
+// closes it when t ends.
+func sqliteStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db"), AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -237,11 +237,7 @@ func testStopReleases(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/stop.db", AutoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStore(t)
 	lease := time.Minute // a takeover after the lease would time the test out
 	cfg := func(c *engine.Config) { c.Lease = lease; c.Heartbeat = time.Second; c.ReconcileInterval = time.Hour }
 	a := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf2}, Configure: cfg})

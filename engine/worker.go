@@ -110,17 +110,31 @@ var (
 // which none is free any more (the committers took them meanwhile).
 func (e *Engine) takeSlots(tasks []queue.Task) []queue.Task {
 	got := min(len(tasks), 1)
-take:
-	for got < len(tasks) {
+	got += e.tryTakeSlots(len(tasks) - got)
+	e.giveBack(tasks[got:])
+	return tasks[:got]
+}
+
+// tryTakeSlots takes up to n free slots without waiting and returns how
+// many it took.
+func (e *Engine) tryTakeSlots(n int) int {
+	got := 0
+	for got < n {
 		select {
 		case e.slots <- struct{}{}:
 			got++
 		default:
-			break take
+			return got
 		}
 	}
-	e.giveBack(tasks[got:])
-	return tasks[:got]
+	return got
+}
+
+// freeSlots gives n slots back.
+func (e *Engine) freeSlots(n int) {
+	for range n {
+		<-e.slots
+	}
 }
 
 // giveBack returns leased tasks to their queues untried, ready at once.

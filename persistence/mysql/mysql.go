@@ -91,7 +91,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: ping: %w", err)
 	}
-	s := &Store{Store: sqlstore.New(db, Dialect(), sqlstore.Config{MaxPayload: cfg.MaxPayload})}
+	d := Dialect()
+	d.MultiStatements = true // normalizeDSN turned the DSN's multiStatements on
+	s := &Store{Store: sqlstore.New(db, d, sqlstore.Config{MaxPayload: cfg.MaxPayload})}
 	if cfg.AutoMigrate {
 		if err := s.Migrate(ctx); err != nil {
 			db.Close()
@@ -148,7 +150,9 @@ func normalizeDSN(dsn string) (string, error) {
 	return c.FormatDSN(), nil
 }
 
-// Dialect is the sqlstore dialect of MySQL and MariaDB.
+// Dialect is the sqlstore dialect of MySQL and MariaDB, for any DSN: it
+// sends statements one by one. Open sets MultiStatements on it, having
+// turned the DSN's multiStatements on.
 func Dialect() sqlstore.Dialect {
 	return sqlstore.MySQL(isDuplicate, isRetryable)
 }

@@ -133,6 +133,21 @@ func TestOpenForcesSessionSettings(t *testing.T) {
 	if iso != "READ-COMMITTED" {
 		t.Errorf("isolation = %s, want READ-COMMITTED", iso)
 	}
+	// A DSN with multiStatements=false still gets them, and the store
+	// sends a transaction's writes together; the bare dialect, for a
+	// database opened by someone else, sends statements one by one.
+	s2, err := mysql.Open(ctx, mysql.Config{DSN: dsn + "&multiStatements=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.DB().ExecContext(ctx, "SELECT 1; SELECT 2"); err != nil {
+		t.Errorf("two statements in one call: %v", err)
+	}
+	if !s2.Dialect().MultiStatements || mysql.Dialect().MultiStatements {
+		t.Errorf("store dialect multi-statements %v, bare dialect %v; want true and false",
+			s2.Dialect().MultiStatements, mysql.Dialect().MultiStatements)
+	}
 	if _, err := mysql.Open(ctx, mysql.Config{}); err == nil {
 		t.Error("Open with no DSN succeeded")
 	}

@@ -12,7 +12,9 @@ type Dialect struct {
 	// Name identifies the dialect in error messages ("mysql", "sqlite").
 	Name string
 	// MultiStatements: the connection runs several statements, separated
-	// by semicolons, sent in one call (one round trip).
+	// by semicolons, sent in one call (one round trip). Set it only for a
+	// database whose connections allow it (mysql.Open forces the DSN's
+	// multiStatements and sets it); without it statements go one by one.
 	MultiStatements bool
 	// BindType is the sqlx bind type the queries are rebound to; the queries
 	// are written with '?' placeholders.
@@ -54,13 +56,12 @@ const TimeLayout = "2006-01-02 15:04:05.000000"
 // MySQL is the dialect of MySQL 8 and MariaDB 10.6+ (InnoDB).
 func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 	return Dialect{
-		Name:            "mysql",
-		MultiStatements: true,
-		BindType:        sqlx.QUESTION,
-		ForUpdate:       " FOR UPDATE",
-		Time:            func(t time.Time) any { return t },
-		IsDuplicate:     isDuplicate,
-		IsRetryable:     isRetryable,
+		Name:        "mysql",
+		BindType:    sqlx.QUESTION,
+		ForUpdate:   " FOR UPDATE",
+		Time:        func(t time.Time) any { return t },
+		IsDuplicate: isDuplicate,
+		IsRetryable: isRetryable,
 		Upsert: func(_, update []string) string {
 			// VALUES(col) is deprecated (not removed) in MySQL 8.0.20+, but it
 			// is the only form MariaDB understands.

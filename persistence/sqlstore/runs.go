@@ -474,15 +474,16 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 		for i, r := range ids {
 			args[i] = r.ID
 		}
-		// Children first: the MySQL schema has no foreign keys to
-		// cascade (migration 00004).
-		if _, err := s.exec(ctx, q, `DELETE FROM step_attempts WHERE run_id IN (`+in(len(args))+`)`, args...); err != nil {
+		// Children first (the MySQL schema has no foreign keys to
+		// cascade, migration 00004), together in one round trip on MySQL;
+		// the runs last, alone, for the count of those deleted.
+		list := in(len(args))
+		if err := s.execAll(ctx, q,
+			stmt{`DELETE FROM step_attempts WHERE run_id IN (` + list + `)`, args},
+			stmt{`DELETE FROM step_runs WHERE run_id IN (` + list + `)`, args}); err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, q, `DELETE FROM step_runs WHERE run_id IN (`+in(len(args))+`)`, args...); err != nil {
-			return err
-		}
-		m, err := s.exec(ctx, q, `DELETE FROM workflow_runs WHERE id IN (`+in(len(args))+`)`, args...)
+		m, err := s.exec(ctx, q, `DELETE FROM workflow_runs WHERE id IN (`+list+`)`, args...)
 		n = int(m)
 		return err
 	})

@@ -161,26 +161,26 @@ type stepRow struct {
 
 var stepColList = strings.Split(stepCols, ", ")
 
-// scanStepRows appends the rows to dest when their columns are stepCols
-// in order, and reports whether it did (otherwise it reads nothing).
-func scanStepRows(rows *sql.Rows, dest *[]stepRow) (bool, error) {
+// scanStepRows appends the rows, which must have the columns of stepCols
+// in order (every step query selects them), to dest.
+func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 	cols, err := rows.Columns()
 	if err != nil {
-		return false, err
+		return err
 	}
 	if !slices.Equal(cols, stepColList) {
-		return false, nil
+		return fmt.Errorf("sqlstore: step rows must have the columns %s, not %s", stepCols, strings.Join(cols, ", "))
 	}
 	for rows.Next() {
 		var r stepRow
 		if err := rows.Scan(&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
 			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
 			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt); err != nil {
-			return true, err
+			return err
 		}
 		*dest = append(*dest, r)
 	}
-	return true, rows.Err()
+	return rows.Err()
 }
 
 func (r stepRow) record() persistence.StepRun {

@@ -213,17 +213,8 @@ func valuesStmts(head, tuple, tail string, rows [][]any) []stmt {
 // stops the batch; its error is returned, and the caller's transaction is
 // rolled back as for any error.
 func (s *Store) execAll(ctx context.Context, q querier, stmts ...stmt) error {
-	var live []stmt
-	for _, st := range stmts {
-		if st.query != "" {
-			live = append(live, st)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
 	if !s.d.MultiStatements {
-		for _, st := range live {
+		for _, st := range stmts {
 			if _, err := s.exec(ctx, q, st.query, st.args...); err != nil {
 				return err
 			}
@@ -242,7 +233,7 @@ func (s *Store) execAll(ctx context.Context, q querier, stmts ...stmt) error {
 		args, size = nil, 0
 		return err
 	}
-	for _, st := range live {
+	for _, st := range stmts {
 		n := argBytes(st.args)
 		if b.Len() > 0 && size+n > maxStmtBytes {
 			if err := send(); err != nil {
@@ -270,13 +261,10 @@ func (s *Store) selectAll(ctx context.Context, q querier, dest any, query string
 	if d, ok := dest.(*[]stepRow); ok {
 		// The hot path's scan (every batch reads whole step rows):
 		// straight into the fields, without sqlx's reflection.
-		done, err := scanStepRows(rows, d)
-		if err != nil {
+		if err := scanStepRows(rows, d); err != nil {
 			return err
 		}
-		if done {
-			return rows.Close()
-		}
+		return rows.Close()
 	}
 	if err := sqlx.StructScan(rows, dest); err != nil {
 		return err

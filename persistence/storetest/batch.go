@@ -458,6 +458,17 @@ func (s *suite) testRunCreateClaimsRoots(t *testing.T, st persistence.Store) {
 	if _, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: ps[:1], ClaimRoots: &persistence.ReleaseClaim{Max: 1, Fence: ""}}); !errors.Is(err, persistence.ErrInvalid) {
 		t.Errorf("empty claim fence: err = %v, want ErrInvalid", err)
 	}
+	// Over the batch limit: refused whole, nothing stored.
+	over := make([]persistence.RunCreateParams, 513)
+	for i := range over {
+		over[i] = persistence.RunCreateParams{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, Steps: specs("a")}
+	}
+	if _, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: over, ClaimRoots: rc}); err == nil || !strings.Contains(err.Error(), "batch limit") {
+		t.Errorf("513 runs in one batch: err = %v, want the batch limit named", err)
+	}
+	if _, err := st.RunGet(c, over[0].ID); !errors.Is(err, persistence.ErrRunNotFound) {
+		t.Errorf("a run of the refused batch was stored: %v", err)
+	}
 }
 
 func queuedNames(sts []persistence.StepRun) []string {
