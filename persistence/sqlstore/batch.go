@@ -102,37 +102,37 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 	}
 	sortKeys(keys)
 	keys = slices.Compact(keys)
+	runIDs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		runIDs = append(runIDs, k.run)
+	}
+	runIDs = slices.Compact(runIDs) // keys are sorted by run
 	err := s.write(ctx, func(q querier) error {
 		for i := range out {
 			out[i] = persistence.StepClaimOutcome{Err: pre[i]}
 		}
+		// The steps, locked, and their runs, in one round trip on MySQL.
 		var rows []stepRow
-		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE `+pairWhere(len(keys))+
-			` ORDER BY run_id, step`+s.d.ForUpdate, pairArgs(keys)...); err != nil {
+		var rr []runRow
+		if err := s.selectSets(ctx, q,
+			rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE ` + pairWhere(len(keys)) +
+				` ORDER BY run_id, step` + s.d.ForUpdate, pairArgs(keys)},
+			rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
+		); err != nil {
 			return err
 		}
 		byKey := make(map[stepKey]*stepRow, len(rows))
-		runIDs := make([]string, 0, len(rows))
 		for i := range rows {
 			r := &rows[i]
 			byKey[stepKey{r.RunID, r.Step}] = r
-			runIDs = append(runIDs, r.RunID)
 		}
-		slices.Sort(runIDs)
-		runIDs = slices.Compact(runIDs)
-		runs := map[string]persistence.Run{}
-		if len(runIDs) > 0 {
-			var rr []runRow
-			if err := s.selectAll(ctx, q, &rr, `SELECT `+runCols+` FROM workflow_runs WHERE id IN (`+in(len(runIDs))+`)`, anys(runIDs)...); err != nil {
+		runs := make(map[string]persistence.Run, len(rr))
+		for _, r := range rr {
+			run, err := r.record()
+			if err != nil {
 				return err
 			}
-			for _, r := range rr {
-				run, err := r.record()
-				if err != nil {
-					return err
-				}
-				runs[run.ID] = run
-			}
+			runs[run.ID] = run
 		}
 		var claimed []stepKey
 		var ended []endedAttempt
@@ -186,7 +186,8 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
 			worker = ?, claimed_at = ?
 			WHERE ` + pairWhere(len(claimed)), append(args, pairArgs(claimed)...)}
-		if err := s.execAll(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
+		// The writes go with the next query on MySQL.
+		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
 		}
 		// Outputs (and statuses) of what each claimed step may read: every
@@ -299,8 +300,15 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		if rc != nil {
 			cols = runCols // a claimed step needs its run's input
 		}
-		if err := s.selectAll(ctx, q, &locked, `SELECT `+cols+` FROM workflow_runs WHERE id IN (`+in(len(runIDs))+
-			`) ORDER BY id`+s.d.ForUpdate, anys(runIDs)...); err != nil {
+		// The runs, then every step of them, locked in that order, in one
+		// round trip on MySQL.
+		var rows []stepRow
+		if err := s.selectSets(ctx, q,
+			rowSet{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
+				`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},
+			rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
+				`) ORDER BY run_id, step` + s.d.ForUpdate, anys(runIDs)},
+		); err != nil {
 			return err
 		}
 		runStatus := make(map[string]string, len(locked))
@@ -322,11 +330,6 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			key  stepKey
 		}
 		var claimRefs []claimRef
-		var rows []stepRow
-		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id IN (`+in(len(runIDs))+
-			`) ORDER BY run_id, step`+s.d.ForUpdate, anys(runIDs)...); err != nil {
-			return err
-		}
 		byKey := make(map[stepKey]*stepRow, len(rows))
 		byRun := map[string][]*stepRow{}
 		for i := range rows {
@@ -460,7 +463,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			}
 			out[cr.item].Result.Claimed = append(out[cr.item].Result.Claimed, res)
 		}
-		// The writes, in one round trip on MySQL.
+		// The writes, with the COMMIT in one round trip on MySQL.
 		writes := append(s.upsertSteps(byKey, changed), s.endedStmts(ended)...)
 		if len(finished) > 0 {
 			slices.Sort(finished)
@@ -468,7 +471,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
 				WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
 		}
-		return s.execAll(ctx, q, writes...)
+		return s.execLater(ctx, q, writes...)
 	})
 	if err != nil {
 		return nil, wrap("step complete", err)

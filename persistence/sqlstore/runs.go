@@ -493,6 +493,12 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 // insertRuns inserts runs and all their steps, a few multi-row statements
 // for any number of runs.
 func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) error {
+	return s.execAll(ctx, q, s.insertRunsStmts(plans)...)
+}
+
+// insertRunsStmts returns the statements that insert plans' runs and
+// steps.
+func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 	runs := make([][]any, len(plans))
 	var steps [][]any
 	for i, plan := range plans {
@@ -519,7 +525,12 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
 		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
 		worker, claimed_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)
-	return s.execAll(ctx, q, stmts...)
+	return stmts
+}
+
+// insertRunsLater is insertRuns through execLater.
+func (s *Store) insertRunsLater(ctx context.Context, q querier, plans []runPlan) error {
+	return s.execLater(ctx, q, s.insertRunsStmts(plans)...)
 }
 
 // RunCreateMany implements persistence.Store: runs without an idempotency
@@ -598,7 +609,8 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 			bulkIdx = append(bulkIdx, i)
 		}
 		if len(bulk) > 0 {
-			if err := s.insertRuns(ctx, q, bulk); err != nil {
+			// With the COMMIT, in one round trip on MySQL.
+			if err := s.insertRunsLater(ctx, q, bulk); err != nil {
 				return err
 			}
 			for j, i := range bulkIdx {

@@ -85,8 +85,12 @@ func (s *Store) write(ctx context.Context, fn func(q querier) error) error {
 		return err
 	}
 	defer unlock()
+	run := s.tx
+	if s.d.MultiStatements {
+		run = s.pipeWrite
+	}
 	for try := 0; ; try++ {
-		err := s.tx(ctx, fn)
+		err := run(ctx, fn)
 		if err == nil || try >= maxTxRetries || !s.d.IsRetryable(err) || ctx.Err() != nil {
 			return err
 		}
@@ -258,18 +262,21 @@ func (s *Store) selectAll(ctx context.Context, q querier, dest any, query string
 		return err
 	}
 	defer rows.Close()
-	if d, ok := dest.(*[]stepRow); ok {
-		// The hot path's scan (every batch reads whole step rows):
-		// straight into the fields, without sqlx's reflection.
-		if err := scanStepRows(rows, d); err != nil {
-			return err
-		}
-		return rows.Close()
-	}
-	if err := sqlx.StructScan(rows, dest); err != nil {
+	if err := scanInto(rows, dest); err != nil {
 		return err
 	}
 	return rows.Close()
+}
+
+// scanInto scans the rows of rows' current result set into dest, a
+// pointer to a slice of row structs.
+func scanInto(rows *sql.Rows, dest any) error {
+	if d, ok := dest.(*[]stepRow); ok {
+		// The hot path's scan (every batch reads whole step rows):
+		// straight into the fields, without sqlx's reflection.
+		return scanStepRows(rows, d)
+	}
+	return sqlx.StructScan(rows, dest)
 }
 
 // exists reports whether query returns a row.
