@@ -179,10 +179,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.fetchDone = make(chan struct{})
 	e.completions = make(chan *completion, maxCommitBatch)
 	e.stopCommit = make(chan struct{})
-	for range committers {
-		e.commitWG.Add(1)
-		go e.commitLoop()
-	}
+	e.commitWG.Add(1)
+	go e.commitLoop()
 	for range triggerLoops {
 		e.commitWG.Add(1)
 		go e.triggerLoop()

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,5 +258,81 @@ func TestTriggerFailureGivesSlotsBack(t *testing.T) {
 	env.AssertRun(t, env.WaitTimeout(t, id, 30*time.Second), persistence.RunSucceeded)
 	if st := env.Engine.Stats(); st.ClaimedAtCreate != 1 {
 		t.Errorf("ClaimedAtCreate = %d, want 1: the slot the failed creations took was not given back (stats %+v)", st.ClaimedAtCreate, st)
+	}
+}
+
+// gatedCompletes holds every completion transaction until open is closed,
+// counting those in flight.
+type gatedCompletes struct {
+	persistence.Store
+	open             chan struct{}
+	inflight, peak   atomic.Int64
+	calls, completed atomic.Int64
+}
+
+func (g *gatedCompletes) StepCompleteMany(ctx context.Context, p persistence.StepCompleteManyParams) ([]persistence.StepCompleteOutcome, error) {
+	n := g.inflight.Add(1)
+	defer g.inflight.Add(-1)
+	for {
+		p := g.peak.Load()
+		if n <= p || g.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	g.calls.Add(1)
+	<-g.open
+	outs, err := g.Store.StepCompleteMany(ctx, p)
+	g.completed.Add(int64(len(p.Items)))
+	return outs, err
+}
+
+// TestExtraCommitOnlyForABacklog: while one completion transaction is in
+// flight, a few more completions wait for it rather than start a second
+// (fewer, larger transactions under light load); a backlog of
+// extraCommitAt or more starts another beside it.
+func TestExtraCommitOnlyForABacklog(t *testing.T) {
+	var ran atomic.Int64
+	h := stepsFunc(func(context.Context) error { ran.Add(1); return nil })
+	wide := func(name string, width int) *dag.Workflow {
+		b := dag.New(name)
+		for i := range width {
+			b = b.Step(fmt.Sprintf("s%02d", i), h)
+		}
+		wf, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wf
+	}
+	g := &gatedCompletes{Store: sqliteStore(t), open: make(chan struct{})}
+	env := enginetest.New(t, enginetest.Options{Store: g, Clock: engine.SystemClock,
+		Workflows: []*dag.Workflow{wide("few", 10), wide("many", 60)},
+		Configure: func(c *engine.Config) { c.Concurrency = 100 }})
+	var opened sync.Once
+	openGate := func() { opened.Do(func() { close(g.open) }) }
+	t.Cleanup(openGate) // before the engine stops, should the test fail
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (in flight %d, calls %d, ran %d)", what, g.inflight.Load(), g.calls.Load(), ran.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	few := env.Trigger(t, "few", nil)
+	waitFor("the 10 steps to run", func() bool { return ran.Load() == 10 })
+	time.Sleep(200 * time.Millisecond) // time enough for a second transaction to start, if it would
+	if p := g.peak.Load(); p != 1 {
+		t.Fatalf("%d completion transactions in flight for a backlog of 10 or fewer, want 1", p)
+	}
+	many := env.Trigger(t, "many", nil)
+	waitFor("a second transaction for a backlog of 60", func() bool { return g.inflight.Load() >= 2 })
+	openGate()
+	env.AssertRun(t, env.WaitTimeout(t, few, 30*time.Second), persistence.RunSucceeded)
+	env.AssertRun(t, env.WaitTimeout(t, many, 30*time.Second), persistence.RunSucceeded)
+	if got := ran.Load(); got != 70 {
+		t.Errorf("handlers ran %d times, want 70", got)
 	}
 }
