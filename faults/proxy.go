@@ -133,9 +133,10 @@ func (p *Proxy) SetLatency(d time.Duration) {
 
 // DropReplyAfter installs a one-shot rule (MySQL framing only): on the
 // first connection whose client sends a packet containing marker, the
-// next client packet that is a COM_QUERY with exactly the text command
-// (e.g. "COMMIT") is forwarded to the server, the server's reply packet is
-// swallowed, and the connection is closed. The client cannot tell whether
+// next client packet (or that one) that is a COM_QUERY with the text
+// command (e.g. "COMMIT"), alone or as its last statement, is forwarded to
+// the server, the server's replies to it are swallowed, and the connection
+// is closed. The client cannot tell whether
 // the command took effect: an ambiguous commit. The returned channel is
 // closed once the reply was dropped.
 func (p *Proxy) DropReplyAfter(marker []byte, command string) <-chan struct{} {
@@ -256,7 +257,8 @@ func (p *Proxy) copy(dst, src net.Conn) {
 }
 
 // serverToClient forwards the server's bytes; once the link is armed it
-// reads one MySQL packet, drops it and closes the connection.
+// drops the replies to the matched query (every statement's, the last
+// one's included) and closes the connection.
 func (p *Proxy) serverToClient(l *link) {
 	if !p.mysql {
 		p.copy(l.client, l.server)
@@ -269,8 +271,12 @@ func (p *Proxy) serverToClient(l *link) {
 		}
 		select {
 		case <-l.armed:
-			// This is the reply to the matched command: swallow it.
-			return
+			// A reply to the matched query: swallow it, and stop after
+			// the last one.
+			if lastReply(pkt[4:]) {
+				return
+			}
+			continue
 		default:
 		}
 		p.delay()
@@ -300,7 +306,11 @@ func (p *Proxy) clientToServerMySQL(l *link) bool {
 					break
 				}
 			}
-		} else if len(payload) > 0 && payload[0] == comQuery && bytes.Equal(bytes.TrimSpace(payload[1:]), rule.command) {
+		}
+		// The command alone, or as the last statement of a multi-statement
+		// call (the store sends a transaction's last writes with its
+		// COMMIT), possibly in the packet that carried the marker.
+		if rule != nil && len(payload) > 0 && payload[0] == comQuery && endsWithStatement(payload[1:], rule.command) {
 			fire = true
 			p.stats.Dropped++
 		}
@@ -322,6 +332,56 @@ func (p *Proxy) clientToServerMySQL(l *link) bool {
 }
 
 const comQuery = 0x03
+
+// endsWithStatement reports whether the query text is command, or ends with
+// it as its last statement.
+func endsWithStatement(text, command []byte) bool {
+	text = bytes.TrimSpace(text)
+	if bytes.Equal(text, command) {
+		return true
+	}
+	head, ok := bytes.CutSuffix(text, command)
+	return ok && bytes.HasSuffix(bytes.TrimSpace(head), []byte(";"))
+}
+
+// lastReply reports whether a server packet ends the replies to a query:
+// an error, or an OK packet without SERVER_MORE_RESULTS_EXISTS (a
+// multi-statement call gets one OK per statement).
+func lastReply(payload []byte) bool {
+	if len(payload) == 0 || payload[0] != 0x00 {
+		return true // an error, or something this proxy does not follow
+	}
+	rest := payload[1:]
+	for range 2 { // affected rows, last insert id
+		n, ok := lenEncSize(rest)
+		if !ok {
+			return true
+		}
+		rest = rest[n:]
+	}
+	if len(rest) < 2 {
+		return true
+	}
+	const moreResultsExist = 0x0008
+	return (uint16(rest[0])|uint16(rest[1])<<8)&moreResultsExist == 0
+}
+
+// lenEncSize returns the size of the length-encoded integer b starts with.
+func lenEncSize(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	n := 1
+	switch b[0] {
+	case 0xfc:
+		n = 3
+	case 0xfd:
+		n = 4
+	case 0xfe:
+		n = 9
+	}
+	return n, len(b) >= n
+}
 
 // readPacket reads one MySQL packet: a 4-byte header (3-byte little-endian
 // payload length, sequence id) and its payload.
