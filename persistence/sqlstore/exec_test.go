@@ -2,14 +2,8 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
-
-	"github.com/dagflow/dagflow/internal/testenv"
 )
 
 // TestValuesStmtsSplits: multi-row statements are split at maxStmtBytes
@@ -82,30 +76,12 @@ func TestValuesStmtsSplits(t *testing.T) {
 // error, the transaction rolls back whole (the statements before it
 // included), and the connection serves the next transaction.
 func TestExecAllFailingStatement(t *testing.T) {
-	cfg, err := mysql.ParseDSN(testenv.MySQLDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MultiStatements, cfg.InterpolateParams = true, true
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1) // the next transaction gets the same connection
+	_, db, _, isDup := pipeStore(t) // one pooled connection: the next transaction gets the same one
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	isDup := func(err error) bool {
-		var me *mysql.MySQLError
-		return errors.As(err, &me) && me.Number == 1062
-	}
 	for _, multi := range []bool{true, false} {
 		d := MySQL(isDup, func(error) bool { return false })
 		d.MultiStatements = multi
 		s := New(db, d, Config{})
-		ins := func(id int) stmt { return stmt{"INSERT INTO t VALUES (?)", []any{id}} }
 		err := s.write(ctx, func(q querier) error { return s.execAll(ctx, q, ins(1), ins(2), ins(1), ins(3)) })
 		if !isDup(err) {
 			t.Fatalf("multi %v: err = %v, want the duplicate key of the third statement", multi, err)
