@@ -52,9 +52,14 @@ type StepRun struct {
 // Attempt is one row of a run's history: one execution of a step's handler
 // or compensation.
 type Attempt struct {
-	// ID orders the recorded attempts; it is 0 for a handler execution in
-	// progress, whose row is written when it ends (AttemptList shows it
-	// from its step, after the recorded ones).
+	// ID identifies the attempt within its run. It is positive for an
+	// attempt recorded in a row of its own, 0 for a handler execution in
+	// progress (AttemptList shows it from its step, after the ended
+	// ones), and negative for a handler execution that succeeded or was
+	// skipped and that its step still holds (a store may keep the last
+	// forward attempt of a succeeded or skipped step on the step instead
+	// of a row of its own; it writes the row when the step moves on, and
+	// the ID changes then).
 	ID         int64
 	RunID      string
 	Step       string

@@ -112,10 +112,12 @@ type Store interface {
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
 
-	// AttemptList returns a run's history: the recorded attempts in the
-	// order their rows were written (a handler execution's when it ends,
-	// a compensation's when it starts), then the handler executions in
-	// progress (ID 0), oldest first.
+	// AttemptList returns a run's history: the ended attempts in the
+	// order they were recorded (a handler execution when it ends, a
+	// compensation when it starts; a handler execution that succeeded or
+	// was skipped takes its place by when it ended, whether its step
+	// holds it or its row was written later), then the handler executions
+	// in progress (ID 0), oldest first.
 	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
 
 	// ScheduleUpsert creates or updates a schedule by name, keeping its
@@ -279,7 +281,7 @@ type RunDeleteFinishedParams struct {
 // is compensating with no lease (or an expired one) and no retry due after
 // Now. It increments CompAttempt and writes Fence and LeaseUntil.
 //
-// Either way an attempt row (outcome running) is added to the history.
+// Either way the history (AttemptList) shows the attempt, running, from then on.
 type StepClaimParams struct {
 	RunID        string
 	Step         string

@@ -38,8 +38,8 @@ type SeedParams struct {
 	Span time.Duration
 	// End is when the newest seeded run was created. Default now.
 	End time.Time
-	// Batch is how many runs one transaction writes (three multi-row
-	// INSERTs: runs, steps, attempts). Default 1000.
+	// Batch is how many runs one transaction writes (two multi-row
+	// INSERTs: runs, steps). Default 1000.
 	Batch int
 	// Concurrency is how many batches are written at once. Default 4.
 	Concurrency int
@@ -116,13 +116,13 @@ func (p SeedParams) validate() error {
 
 // Placeholders per row of each INSERT of seedBatch.
 const (
-	runSeedCols     = 8
-	stepSeedCols    = 12
-	attemptSeedCols = 7
+	runSeedCols  = 8
+	stepSeedCols = 14
 )
 
 // SeedFinishedRuns writes p.Runs succeeded runs, with their succeeded
-// steps and one succeeded attempt per step, straight into the tables in
+// steps (each holding its one succeeded attempt, as the engine leaves
+// them), straight into the tables in
 // batches of multi-row INSERTs (one transaction per batch), for
 // benchmarks and capacity tests that need a large history. The rows are
 // what the engine leaves behind for a run that succeeded; run ids are
@@ -199,7 +199,6 @@ func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string
 	nSteps := len(p.Steps)
 	runArgs := make([]any, 0, n*runSeedCols)
 	stepArgs := make([]any, 0, n*nSteps*stepSeedCols)
-	attArgs := make([]any, 0, n*nSteps*attemptSeedCols)
 	for i := lo; i < hi; i++ {
 		created := start.Add(time.Duration(i) * gap)
 		id, err := seedRunID(created, i)
@@ -210,11 +209,10 @@ func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string
 		t := created
 		for j, st := range p.Steps {
 			queued, started, finished := t, t.Add(200*time.Microsecond), t.Add(time.Millisecond)
+			worker := "seed-" + strconv.Itoa(i%16)
 			t = finished
-			fence := "seed-" + strconv.Itoa(i) + "-" + strconv.Itoa(j)
 			stepArgs = append(stepArgs, id, st.Name, j, p.Workflow, p.Queue, strings.Join(st.Deps, ","),
-				dependents[j], p.Output, queued, started, finished, finished)
-			attArgs = append(attArgs, id, st.Name, "seed", fence, started, finished, 1)
+				dependents[j], p.Output, queued, started, finished, finished, worker, started)
 		}
 		runArgs = append(runArgs, id, p.Workflow, p.Output, created, created, created, t, t)
 	}
@@ -230,18 +228,11 @@ func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string
 		return fmt.Errorf("insert runs: %w", err)
 	}
 	stepSQL := `INSERT INTO step_runs (run_id, step, seq, workflow, queue, deps, dependents, output,
-		queued_at, started_at, finished_at, updated_at, status, attempt, max_attempts, pending_deps,
+		queued_at, started_at, finished_at, updated_at, worker, claimed_at, status, attempt, max_attempts, pending_deps,
 		comp_attempt, fence, lease_expires_at, next_attempt_at, error) VALUES ` +
-		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '`+string(persistence.StepSucceeded)+`', 1, 3, 0, 0, '', NULL, NULL, NULL)`)
+		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '`+string(persistence.StepSucceeded)+`', 1, 3, 0, 0, '', NULL, NULL, NULL)`)
 	if _, err := tx.ExecContext(ctx, stepSQL, stepArgs...); err != nil {
 		return fmt.Errorf("insert steps: %w", err)
-	}
-	attSQL := `INSERT INTO step_attempts (run_id, step, worker, fence, started_at, finished_at, attempt,
-		kind, outcome, error) VALUES ` +
-		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, '`+string(persistence.AttemptForward)+`', '`+
-			string(persistence.OutcomeSucceeded)+`', NULL)`)
-	if _, err := tx.ExecContext(ctx, attSQL, attArgs...); err != nil {
-		return fmt.Errorf("insert attempts: %w", err)
 	}
 	return tx.Commit()
 }

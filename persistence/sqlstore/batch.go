@@ -358,11 +358,18 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			if n := norm(p.Now); n.After(now) {
 				now = n
 			}
-			status, outcome := persistence.StepSucceeded, persistence.OutcomeSucceeded
+			status := persistence.StepSucceeded
 			if p.Skipped {
-				status, outcome = persistence.StepSkipped, persistence.OutcomeSkipped
+				status = persistence.StepSkipped
 			}
-			ended = append(ended, attemptEnd(r, outcome, "", now))
+			if !r.ClaimedAt.Valid {
+				// Claimed before the step row held its attempt: its
+				// attempt row exists and is finished by an update.
+				ended = append(ended, attemptEnd(r, doneOutcome(status), "", now))
+			}
+			// Otherwise the step row keeps the ended attempt (number,
+			// worker, claimed_at, finished_at) and no attempt row is
+			// written: see heldAttempt.
 			r.Status = string(status)
 			r.Output = nonEmpty(p.Output)
 			r.Error.String, r.Error.Valid = "", false
@@ -535,6 +542,55 @@ func upstream(k stepKey, deps func(stepKey) []string) []string {
 		stack = append(stack, deps(stepKey{k.run, n})...)
 	}
 	return out
+}
+
+// doneOutcome is the outcome of the forward attempt that left a step
+// succeeded or skipped.
+func doneOutcome(st persistence.StepStatus) persistence.AttemptOutcome {
+	if st == persistence.StepSkipped {
+		return persistence.OutcomeSkipped
+	}
+	return persistence.OutcomeSucceeded
+}
+
+// A step row holds the forward attempt that ended it: a succeeded or
+// skipped step whose claimed_at is set has no attempt row for its last
+// attempt; its attempt, worker, claimed_at (start) and finished_at are
+// that attempt. It is the common case, and writing no row for it saves
+// one of the four or so row writes a step costs. AttemptList shows such
+// an attempt from the step row, and a transition that moves the step on
+// (to compensating, say) writes the row first (heldAttempts), so nothing
+// of the history is lost. Rows of steps completed before this (whose
+// attempt row was written too) are told apart by their (step, attempt,
+// finished_at), which the attempt row repeats.
+
+// heldAttempt returns the attempt that step row r holds, if it holds one.
+func heldAttempt(r *stepRow) (persistence.Attempt, bool) {
+	st := persistence.StepStatus(r.Status)
+	if !st.Done() || !r.ClaimedAt.Valid || r.Attempt < 1 || !r.FinishedAt.Valid {
+		return persistence.Attempt{}, false
+	}
+	fin := r.FinishedAt.T
+	return persistence.Attempt{
+		ID: -int64(r.Seq) - 1, RunID: r.RunID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt,
+		Worker: r.Worker, Outcome: doneOutcome(st), StartedAt: r.ClaimedAt.T, FinishedAt: &fin,
+	}, true
+}
+
+// heldKey identifies an ended forward attempt among a run's attempts.
+type heldKey struct {
+	step    string
+	attempt int
+	outcome persistence.AttemptOutcome
+	at      int64 // finished_at, Unix microseconds
+}
+
+func heldKeyOf(a persistence.Attempt) heldKey {
+	var at int64
+	if a.FinishedAt != nil {
+		at = a.FinishedAt.UnixMicro()
+	}
+	return heldKey{a.Step, a.Attempt, a.Outcome, at}
 }
 
 // endedAttempt is a forward attempt to record in step_attempts: one that

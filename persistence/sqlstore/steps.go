@@ -379,6 +379,40 @@ func (s *Store) StepTransition(ctx context.Context, p persistence.StepTransition
 	return out, wrap("step transition", err)
 }
 
+// recordHeld writes the rows of the ended attempts that step rows (of one
+// run, locked by the transaction) hold, skipping those whose row exists
+// (steps completed before step rows held their attempts).
+func (s *Store) recordHeld(ctx context.Context, q querier, runID string, rows []stepRow) error {
+	var held []persistence.Attempt
+	for i := range rows {
+		if a, ok := heldAttempt(&rows[i]); ok {
+			held = append(held, a)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	var recorded []attemptRow
+	if err := s.selectAll(ctx, q, &recorded, `SELECT `+attemptCols+` FROM step_attempts WHERE run_id = ? AND kind = ? AND outcome IN (?, ?)`,
+		runID, string(persistence.AttemptForward), string(persistence.OutcomeSucceeded), string(persistence.OutcomeSkipped)); err != nil {
+		return err
+	}
+	seen := make(map[heldKey]bool, len(recorded))
+	for _, r := range recorded {
+		seen[heldKeyOf(r.record())] = true
+	}
+	var vals [][]any
+	for _, a := range held {
+		if seen[heldKeyOf(a)] {
+			continue
+		}
+		vals = append(vals, []any{a.RunID, a.Step, string(a.Kind), a.Attempt, a.Worker, "",
+			string(a.Outcome), nil, s.t(a.StartedAt), s.tp(a.FinishedAt)})
+	}
+	return s.execAll(ctx, q, valuesStmts(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", vals)...)
+}
+
 // finishedStep reports the step statuses that end a step's life (for
 // finished_at).
 func finishedStep(st persistence.StepStatus) bool {
@@ -406,6 +440,11 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	}
 	if len(rows) == 0 {
 		return nil, nil
+	}
+	// The attempts the rows hold get their own rows before the rows move
+	// on (and forget them: claimed_at is cleared below).
+	if err := s.recordHeld(ctx, q, runID, rows); err != nil {
+		return nil, err
 	}
 	names := make([]any, len(rows))
 	out := make([]persistence.StepRun, len(rows))
@@ -441,13 +480,13 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	}
 	r0 := out[0]
 	// Every changed row gets the same values, so one UPDATE does.
-	set := `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = ?, finished_at = ?, updated_at = ?`
+	set := `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = ?, finished_at = ?, updated_at = ?, claimed_at = NULL`
 	uargs := []any{string(to), s.tp(r0.QueuedAt), s.tp(r0.FinishedAt), s.t(now)}
 	if to == persistence.StepQueued {
 		set += `, attempt = 0`
 	} else if to != persistence.StepCompensating {
 		// queued_at keeps its value
-		set = `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = queued_at, finished_at = ?, updated_at = ?`
+		set = `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = queued_at, finished_at = ?, updated_at = ?, claimed_at = NULL`
 		uargs = []any{string(to), s.tp(r0.FinishedAt), s.t(now)}
 	}
 	if msg != "" {
@@ -528,20 +567,13 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	if runRef(runID) != nil {
 		return nil, nil
 	}
-	// Forward attempts in progress live on their step rows (their attempt
-	// row is written when they end); they come last, oldest first, with
-	// ID 0. The steps are read first: an attempt that ends before the rows
-	// are read then shows once, recorded, not twice and never not at all.
-	var running []struct {
-		Step      string   `db:"step"`
-		Attempt   int      `db:"attempt"`
-		Worker    string   `db:"worker"`
-		Fence     string   `db:"fence"`
-		ClaimedAt nullTime `db:"claimed_at"`
-	}
-	if err := s.selectAll(ctx, s.db, &running, `SELECT step, attempt, worker, fence, claimed_at FROM step_runs
-		WHERE run_id = ? AND status = ? AND claimed_at IS NOT NULL ORDER BY claimed_at, seq`,
-		runID, string(persistence.StepRunning)); err != nil {
+	// Forward attempts in progress, and the ended ones that step rows
+	// hold (see heldAttempt), come from the step rows. The steps are read
+	// first: an attempt that ends, or whose row is written, before the
+	// attempt rows are read then shows once, not twice and never not at
+	// all.
+	var steps []stepRow
+	if err := s.selectAll(ctx, s.db, &steps, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ?`, runID); err != nil {
 		return nil, wrap("attempt list", err)
 	}
 	var rows []struct {
@@ -551,15 +583,66 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+`, fence FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
 		return nil, wrap("attempt list", err)
 	}
-	out := make([]persistence.Attempt, len(rows), len(rows)+len(running))
+	seq := make(map[string]int, len(steps))
+	for _, r := range steps {
+		seq[r.Step] = r.Seq
+	}
+	// A step's forward attempt that succeeded or was skipped has its place
+	// where it ended, whether its step row holds it or its row was written
+	// later (when the step moved on) or with its end (before step rows
+	// held them). The other recorded attempts keep the order of their
+	// rows, written when they ended (a compensation's when it started).
 	type fenced struct{ step, fence string }
 	recorded := make(map[fenced]bool, len(rows))
-	for i, r := range rows {
-		out[i] = r.record()
-		if r.Kind == string(persistence.AttemptForward) {
+	ended := make(map[heldKey]bool, len(rows))
+	var done, others []persistence.Attempt
+	for _, r := range rows {
+		a := r.record()
+		if a.Kind == persistence.AttemptForward {
 			recorded[fenced{r.Step, r.Fence}] = true
+			if (a.Outcome == persistence.OutcomeSucceeded || a.Outcome == persistence.OutcomeSkipped) && a.FinishedAt != nil {
+				ended[heldKeyOf(a)] = true
+				done = append(done, a)
+				continue
+			}
+		}
+		others = append(others, a)
+	}
+	var running []stepRow
+	for i := range steps {
+		r := &steps[i]
+		if r.Status == string(persistence.StepRunning) && r.ClaimedAt.Valid {
+			running = append(running, *r)
+		} else if a, ok := heldAttempt(r); ok && !ended[heldKeyOf(a)] {
+			done = append(done, a)
 		}
 	}
+	slices.SortStableFunc(done, func(a, b persistence.Attempt) int {
+		if c := a.FinishedAt.Compare(*b.FinishedAt); c != 0 {
+			return c
+		}
+		return seq[a.Step] - seq[b.Step]
+	})
+	out := make([]persistence.Attempt, 0, len(rows)+len(done)+len(running))
+	for _, a := range others {
+		written := a.StartedAt
+		if a.Kind == persistence.AttemptForward && a.FinishedAt != nil {
+			written = *a.FinishedAt
+		}
+		for len(done) > 0 && done[0].FinishedAt.Before(written) {
+			out = append(out, done[0])
+			done = done[1:]
+		}
+		out = append(out, a)
+	}
+	out = append(out, done...)
+	// Attempts in progress last, oldest first, with ID 0.
+	slices.SortFunc(running, func(a, b stepRow) int {
+		if c := a.ClaimedAt.T.Compare(b.ClaimedAt.T); c != 0 {
+			return c
+		}
+		return a.Seq - b.Seq
+	})
 	for _, r := range running {
 		if recorded[fenced{r.Step, r.Fence}] {
 			continue // it ended meanwhile

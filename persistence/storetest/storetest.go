@@ -88,6 +88,8 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
 		{"AttemptHistory", s.testAttemptHistory},
 		{"LegacyRunningAttempts", s.testLegacyAttempts},
+		{"HeldAttempts", s.testHeldAttempts},
+		{"EndedAttemptRows", s.testEndedAttemptRows},
 		{"BatchesOfLargePayloads", s.testLargeBatches},
 	}
 	for _, tc := range tests {
