@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,10 +36,37 @@ const (
 	DefaultQueue = "default"
 )
 
-var (
-	nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
-	idRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
-)
+// isName reports whether v matches ^[A-Za-z][A-Za-z0-9_-]{0,63}$ (step,
+// workflow, queue and schedule names). A byte loop: the checks run for
+// every item of every batch, where a regexp cost 3-4% of the engine's CPU.
+func isName(v string) bool {
+	if len(v) == 0 || len(v) > 64 || !isLetter(v[0]) {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if c := v[i]; !isLetter(c) && !isDigit(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isID reports whether v matches ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$ (run
+// ids).
+func isID(v string) bool {
+	if len(v) == 0 || len(v) > 64 || (!isLetter(v[0]) && !isDigit(v[0])) {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if c := v[i]; !isLetter(c) && !isDigit(c) && c != '_' && c != '.' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 
 func invalid(field, value, reason string) error {
 	if len(value) > 80 {
@@ -50,14 +76,14 @@ func invalid(field, value, reason string) error {
 }
 
 func validName(field, v string) error {
-	if !nameRE.MatchString(v) {
+	if !isName(v) {
 		return invalid(field, v, "must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 	}
 	return nil
 }
 
 func validRunID(v string) error {
-	if !idRE.MatchString(v) {
+	if !isID(v) {
 		return invalid("run id", v, "must be 1-64 characters of [A-Za-z0-9_.:-] starting with a letter or digit")
 	}
 	return nil
@@ -168,21 +194,21 @@ func clampLimit(n, def, max int) int {
 // refuse to compare with other characters).
 
 func runRef(id string) error {
-	if !idRE.MatchString(id) {
+	if !isID(id) {
 		return fmt.Errorf("%w: %q", persistence.ErrRunNotFound, id)
 	}
 	return nil
 }
 
 func stepRef(runID, step string) error {
-	if !idRE.MatchString(runID) || !nameRE.MatchString(step) {
+	if !isID(runID) || !isName(step) {
 		return fmt.Errorf("%w: run %q step %q", persistence.ErrStepNotFound, runID, step)
 	}
 	return nil
 }
 
 func scheduleRef(name string) error {
-	if !nameRE.MatchString(name) {
+	if !isName(name) {
 		return fmt.Errorf("%w: %q", persistence.ErrScheduleNotFound, name)
 	}
 	return nil
@@ -192,7 +218,7 @@ func scheduleRef(name string) error {
 func storableNames(names []string) []string {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if nameRE.MatchString(n) {
+		if isName(n) {
 			out = append(out, n)
 		}
 	}
