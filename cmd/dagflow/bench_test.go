@@ -114,6 +114,9 @@ func TestBenchMySQL(t *testing.T) {
 		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps")
+	if v, ok := res["history_settle_seconds"].(float64); !ok || v < 0 {
+		t.Errorf("history_settle_seconds = %v, want a duration", res["history_settle_seconds"])
+	}
 	if sum := res["claimed_via_queue"].(float64) + res["claimed_at_release"].(float64) + res["claimed_at_create"].(float64); sum < 0.999 || sum > 1.001 {
 		t.Errorf("claimed via the queue, at release and at create add up to %v, want 1", sum)
 	}
