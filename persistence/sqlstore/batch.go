@@ -559,10 +559,10 @@ func doneOutcome(st persistence.StepStatus) persistence.AttemptOutcome {
 // that attempt. It is the common case, and writing no row for it saves
 // one of the four or so row writes a step costs. AttemptList shows such
 // an attempt from the step row, and a transition that moves the step on
-// (to compensating, say) writes the row first (heldAttempts), so nothing
+// (to compensating, say) writes the row first (recordHeld), so nothing
 // of the history is lost. Rows of steps completed before this (whose
 // attempt row was written too) are told apart by their (step, attempt,
-// finished_at), which the attempt row repeats.
+// outcome, finished_at), which the attempt row repeats.
 
 // heldAttempt returns the attempt that step row r holds, if it holds one.
 func heldAttempt(r *stepRow) (persistence.Attempt, bool) {
