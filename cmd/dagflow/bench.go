@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -780,6 +781,9 @@ func writeBack(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("bench: write back the history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, `UNLOCK TABLES`); err != nil {
+		// The session may still hold the tables: drop the connection
+		// rather than give it back to the pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		return fmt.Errorf("bench: write back the history: %w", err)
 	}
 	return nil

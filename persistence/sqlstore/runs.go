@@ -528,11 +528,6 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 	return stmts
 }
 
-// insertRunsLater is insertRuns through execLater.
-func (s *Store) insertRunsLater(ctx context.Context, q querier, plans []runPlan) error {
-	return s.execLater(ctx, q, s.insertRunsStmts(plans)...)
-}
-
 // RunCreateMany implements persistence.Store: runs without an idempotency
 // key are inserted together (a couple of multi-row statements for the
 // whole batch); runs with one go through RunCreate's path, in the same
@@ -610,7 +605,7 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 		}
 		if len(bulk) > 0 {
 			// With the COMMIT, in one round trip on MySQL.
-			if err := s.insertRunsLater(ctx, q, bulk); err != nil {
+			if err := s.execLater(ctx, q, s.insertRunsStmts(bulk)...); err != nil {
 				return err
 			}
 			for j, i := range bulkIdx {

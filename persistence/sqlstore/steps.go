@@ -480,15 +480,16 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	}
 	r0 := out[0]
 	// Every changed row gets the same values, so one UPDATE does.
-	set := `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = ?, finished_at = ?, updated_at = ?, claimed_at = NULL`
+	set := `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = ?, finished_at = ?, updated_at = ?`
 	uargs := []any{string(to), s.tp(r0.QueuedAt), s.tp(r0.FinishedAt), s.t(now)}
 	if to == persistence.StepQueued {
 		set += `, attempt = 0`
 	} else if to != persistence.StepCompensating {
 		// queued_at keeps its value
-		set = `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = queued_at, finished_at = ?, updated_at = ?, claimed_at = NULL`
+		set = `status = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, queued_at = queued_at, finished_at = ?, updated_at = ?`
 		uargs = []any{string(to), s.tp(r0.FinishedAt), s.t(now)}
 	}
+	set += `, claimed_at = NULL` // the rows hold no attempt from now on (recordHeld)
 	if msg != "" {
 		set += `, error = ?`
 		uargs = append(uargs, msg)
@@ -572,9 +573,25 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	// first: an attempt that ends, or whose row is written, before the
 	// attempt rows are read then shows once, not twice and never not at
 	// all.
-	var steps []stepRow
-	if err := s.selectAll(ctx, s.db, &steps, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ?`, runID); err != nil {
+	// Only the columns an attempt needs: not the steps' outputs.
+	var cols []struct {
+		Step       string   `db:"step"`
+		Seq        int      `db:"seq"`
+		Status     string   `db:"status"`
+		Attempt    int      `db:"attempt"`
+		Worker     string   `db:"worker"`
+		Fence      string   `db:"fence"`
+		ClaimedAt  nullTime `db:"claimed_at"`
+		FinishedAt nullTime `db:"finished_at"`
+	}
+	if err := s.selectAll(ctx, s.db, &cols, `SELECT step, seq, status, attempt, worker, fence, claimed_at, finished_at
+		FROM step_runs WHERE run_id = ?`, runID); err != nil {
 		return nil, wrap("attempt list", err)
+	}
+	steps := make([]stepRow, len(cols))
+	for i, c := range cols {
+		steps[i] = stepRow{RunID: runID, Step: c.Step, Seq: c.Seq, Status: c.Status, Attempt: c.Attempt,
+			Worker: c.Worker, Fence: c.Fence, ClaimedAt: c.ClaimedAt, FinishedAt: c.FinishedAt}
 	}
 	var rows []struct {
 		attemptRow
