@@ -15,3 +15,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 func BenchmarkClaimCompleteBatch(b *testing.B) {
 	b.Run("batch64", func(b *testing.B) { storetest.BenchmarkClaimCompleteBatch(b, openStore(b), 64) })
 }
+
+func BenchmarkOrderRuns(b *testing.B) {
+	b.Run("batch50", func(b *testing.B) { storetest.BenchmarkOrderRuns(b, openStore(b), 50) })
+}

@@ -121,3 +121,92 @@ func BenchmarkClaimCompleteBatch(b *testing.B, st persistence.Store, batch int) 
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "steps/s")
 }
+
+// OrderSteps are the steps of the order workflow the benchmarks run:
+// reserve, then notify and points in parallel, then ship.
+var OrderSteps = []persistence.StepSpec{
+	{Name: "reserve", Queue: "bench"},
+	{Name: "notify", Deps: []string{"reserve"}, Queue: "bench"},
+	{Name: "points", Deps: []string{"reserve"}, Queue: "bench"},
+	{Name: "ship", Deps: []string{"notify", "points"}, Queue: "bench"},
+}
+
+// BenchmarkOrderRuns measures the store's share of running order
+// workflows the way the engine does under load, with no engine, queue or
+// handlers: each iteration creates batch runs with their root steps
+// claimed at create (one transaction), then completes the claimed steps in
+// three group commits, each claiming the steps it releases (reserve
+// releases notify and points, those two release ship, ship finishes the
+// run). That is four write transactions per batch of runs and every row
+// write the engine makes for a run. The metrics are runs and steps per
+// second of one caller.
+func BenchmarkOrderRuns(b *testing.B, st persistence.Store, batch int) {
+	ctx := context.Background()
+	claim := func(n int) *persistence.ReleaseClaim {
+		return &persistence.ReleaseClaim{Queues: []string{"bench"}, Max: n, Fence: uuid.NewString(), Worker: "bench",
+			LeaseUntil: time.Now().Add(time.Minute)}
+	}
+	complete := func(claimed []persistence.StepClaimResult, fence string, release bool) ([]persistence.StepClaimResult, string) {
+		ps := make([]persistence.StepCompleteParams, len(claimed))
+		now := time.Now()
+		for i, c := range claimed {
+			ps[i] = persistence.StepCompleteParams{RunID: c.Step.RunID, Step: c.Step.Step, Fence: fence, Now: now}
+		}
+		var rc *persistence.ReleaseClaim
+		if release {
+			rc = claim(2 * len(ps))
+		}
+		outs, err := st.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var next []persistence.StepClaimResult
+		for i, o := range outs {
+			if o.Err != nil {
+				b.Fatalf("complete %s/%s: %v", ps[i].RunID, ps[i].Step, o.Err)
+			}
+			if len(o.Result.Ready) > 0 {
+				b.Fatalf("complete %s/%s: %d steps released but not claimed", ps[i].RunID, ps[i].Step, len(o.Result.Ready))
+			}
+			next = append(next, o.Result.Claimed...)
+		}
+		if rc == nil {
+			return next, ""
+		}
+		return next, rc.Fence
+	}
+	b.ResetTimer()
+	for range b.N {
+		items := make([]persistence.RunCreateParams, batch)
+		now := time.Now()
+		for i := range items {
+			id, _ := uuid.NewV7()
+			items[i] = persistence.RunCreateParams{ID: id.String(), Workflow: "order", Version: 1, Input: []byte(`{"n":1}`), Now: now, Steps: OrderSteps}
+		}
+		rc := claim(batch)
+		outs, err := st.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: items, ClaimRoots: rc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var claimed []persistence.StepClaimResult
+		for _, o := range outs {
+			if o.Err != nil {
+				b.Fatal(o.Err)
+			}
+			claimed = append(claimed, o.Claimed...)
+		}
+		if len(claimed) != batch {
+			b.Fatalf("%d roots claimed at create, want %d", len(claimed), batch)
+		}
+		fence := rc.Fence
+		for round, want := range []int{2 * batch, batch, 0} {
+			claimed, fence = complete(claimed, fence, want > 0)
+			if len(claimed) != want {
+				b.Fatalf("round %d: %d steps claimed at release, want %d", round, len(claimed), want)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "runs/s")
+	b.ReportMetric(float64(b.N*batch*len(OrderSteps))/b.Elapsed().Seconds(), "steps/s")
+}
