@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -318,4 +319,53 @@ func stepsFunc(f func(ctx context.Context) error) steps.Handler {
 	return steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
 		return nil, f(ctx)
 	})
+}
+
+// TestHeartbeatKeepsLongStep runs a step for several leases: the heartbeat
+// (which starts only when its first beat is due) extends the lease in the
+// store, so the reconciler never takes the step over and its one attempt
+// succeeds.
+func TestHeartbeatKeepsLongStep(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	var calls atomic.Int32
+	wf, err := dag.New("long").Step("work", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		calls.Add(1)
+		select {
+		case <-time.After(4 * lease):
+			return json.RawMessage(`{"done":true}`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := enginetest.New(t, enginetest.Options{Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf},
+		Configure: func(c *engine.Config) {
+			c.Lease = lease
+			c.Heartbeat = lease / 4
+			c.ReconcileInterval = 50 * time.Millisecond
+		}})
+	id := env.Trigger(t, "long", nil)
+	var first time.Time
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		s, _ := mustGet(t, env.Engine, id).Step("work")
+		if s.LeaseExpiresAt != nil {
+			first = *s.LeaseExpiresAt
+		}
+		return s.Status == persistence.StepRunning && s.LeaseExpiresAt != nil
+	}, "step running")
+	testenv.Eventually(t, 5*time.Second, func() bool {
+		s, _ := mustGet(t, env.Engine, id).Step("work")
+		return s.Status != persistence.StepRunning || (s.LeaseExpiresAt != nil && s.LeaseExpiresAt.After(first.Add(lease)))
+	}, "lease extended by more than a lease")
+	info := env.Wait(t, id)
+	env.AssertRun(t, info, persistence.RunSucceeded)
+	s, _ := info.Step("work")
+	if n := calls.Load(); n != 1 || s.Attempt != 1 {
+		t.Fatalf("handler called %d times, step at attempt %d; want one attempt kept alive by its heartbeat", n, s.Attempt)
+	}
+	if len(info.Attempts) != 1 || info.Attempts[0].Outcome != persistence.OutcomeSucceeded {
+		t.Fatalf("attempts = %+v, want one succeeded", info.Attempts)
+	}
 }

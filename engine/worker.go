@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -263,7 +264,8 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.StepClaimResult) bool {
 	ref := taskRef{RunID: ex.runID, Step: ex.step}
 	e.stats.stepsStarted.Add(1)
-	log := e.log.With("run_id", ref.RunID, "workflow", res.Run.Workflow, "step", ref.Step, "attempt", res.Step.Attempt)
+	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
 	w := e.Workflow(res.Run.Workflow)
 	var sdef *dag.Step
 	if w != nil {
@@ -355,15 +357,20 @@ func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, ti
 		hctx, c2 = context.WithTimeoutCause(hctx, timeout, fmt.Errorf("step %q timed out after %v", sc.Step, timeout))
 		defer c2()
 	}
+	// The heartbeat starts when the first beat is due: most steps end
+	// before, and then no goroutine or ticker was made for them.
 	hbDone := make(chan struct{})
 	hbStopped := make(chan struct{})
-	go func() {
+	hb := time.AfterFunc(e.cfg.Heartbeat, func() {
 		defer close(hbStopped)
 		e.heartbeat(hctx, ex, cancel, hbDone)
-	}()
+	})
 	out, err := steps.Call(hctx, h, sc)
-	close(hbDone)
-	<-hbStopped
+	if !hb.Stop() {
+		// It started: stop it, and wait, so that no beat follows the end.
+		close(hbDone)
+		<-hbStopped
+	}
 	if cause := context.Cause(hctx); err != nil && cause != nil && (errors.Is(cause, errRunNotRunning) || errors.Is(cause, errLeaseLost) || errors.Is(cause, errShutdown)) {
 		return nil, cause
 	}
@@ -383,8 +390,9 @@ func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, ti
 	return out, err
 }
 
-// heartbeat extends the lease in the store and in Redis until done, and
-// cancels the handler when the lease is lost or the run stops running.
+// heartbeat extends the lease in the store and in Redis at once and then
+// every Heartbeat until done, and cancels the handler when the lease is
+// lost or the run stops running.
 func (e *Engine) heartbeat(ctx context.Context, ex *execution, cancel context.CancelCauseFunc, done <-chan struct{}) {
 	t := time.NewTicker(e.cfg.Heartbeat)
 	defer t.Stop()
@@ -394,31 +402,47 @@ func (e *Engine) heartbeat(ctx context.Context, ex *execution, cancel context.Ca
 			return
 		case <-ctx.Done():
 			return
+		default:
+		}
+		if stop := e.beat(ctx, ex, cancel); stop {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
 		case <-t.C:
 		}
-		now := e.clock.Now()
-		err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
-			RunID: ex.runID, Step: ex.step, Fence: ex.fence, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
-		})
-		if errors.Is(err, persistence.ErrFenceMismatch) {
-			cancel(errLeaseLost)
-			return
-		}
-		if err != nil {
-			e.log.Warn("heartbeat failed", "run_id", ex.runID, "step", ex.step, "err", err)
-			continue
-		}
-		if !ex.eager {
-			if _, err := e.q.Extend(ctx, ex.task.Queue, ex.task.ID, e.cfg.Lease); err != nil {
-				e.log.Debug("queue lease extend failed", "task", ex.task.ID, "err", err)
-			}
-		}
-		run, err := e.store.RunGet(ctx, ex.runID)
-		if err == nil && run.Status != persistence.RunRunning && run.Status != persistence.RunCompensating {
-			cancel(errRunNotRunning)
-			return
+	}
+}
+
+// beat extends the lease once. It reports true when the handler was
+// cancelled (its lease is lost, or its run stopped running).
+func (e *Engine) beat(ctx context.Context, ex *execution, cancel context.CancelCauseFunc) bool {
+	now := e.clock.Now()
+	err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		cancel(errLeaseLost)
+		return true
+	}
+	if err != nil {
+		e.log.Warn("heartbeat failed", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	if !ex.eager {
+		if _, err := e.q.Extend(ctx, ex.task.Queue, ex.task.ID, e.cfg.Lease); err != nil {
+			e.log.Debug("queue lease extend failed", "task", ex.task.ID, "err", err)
 		}
 	}
+	run, err := e.store.RunGet(ctx, ex.runID)
+	if err == nil && run.Status != persistence.RunRunning && run.Status != persistence.RunCompensating {
+		cancel(errRunNotRunning)
+		return true
+	}
+	return false
 }
 
 func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
