@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/dagflow/dagflow/dag"
@@ -151,7 +152,8 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	}
 	e.stats.compensations.Add(1)
 	attempt := res.Step.CompAttempt
-	log := e.log.With("run_id", ref.RunID, "workflow", res.Run.Workflow, "step", ref.Step, "compensation_attempt", attempt)
+	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("compensation_attempt", attempt))
 	w := e.Workflow(res.Run.Workflow)
 	var sdef *dag.Step
 	if w != nil {
