@@ -193,12 +193,16 @@ func valuesStmts(head, tuple, tail string, rows [][]any) []stmt {
 		b.Reset()
 		args, size = nil, 0
 	}
-	for _, r := range rows {
+	for i, r := range rows {
 		n := argBytes(r)
 		if len(args) > 0 && (size+n > maxStmtBytes || len(args)+len(r) > maxStmtArgs) {
 			flush()
 		}
 		if len(args) == 0 {
+			// Sized for the rest of the rows, up to the statement limits.
+			left := len(rows) - i
+			b.Grow(len(head) + left*(len(tuple)+2) + len(tail))
+			args = make([]any, 0, min(left*len(r), maxStmtArgs))
 			b.WriteString(head)
 		} else {
 			b.WriteString(", ")
