@@ -580,6 +580,9 @@ func (b *bench) failures(base engine.Stats) int64 {
 // latencySample are the latencies read back for a sample of a phase's runs.
 type latencySample struct {
 	dispatch []time.Duration // step queued (store timestamp) -> handler started
+	// dispatch split: the root step (queued by its run's create
+	// transaction) and the steps its upstream's completion released.
+	root, released []time.Duration
 	run      []time.Duration // Trigger called -> run finished (store timestamp)
 	runs     int
 }
@@ -629,7 +632,13 @@ func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, er
 						continue
 					}
 					if t := r.started[k].Load(); t > 0 {
-						out.dispatch = append(out.dispatch, nonNegative(time.Unix(0, t).Sub(*s.QueuedAt)))
+						d := nonNegative(time.Unix(0, t).Sub(*s.QueuedAt))
+						out.dispatch = append(out.dispatch, d)
+						if len(s.Deps) == 0 {
+							out.root = append(out.root, d)
+						} else {
+							out.released = append(out.released, d)
+						}
 					}
 				}
 				out.runs++

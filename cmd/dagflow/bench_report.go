@@ -53,23 +53,33 @@ type benchResult struct {
 	DispatchP50Ms    *float64 `json:"dispatch_p50_ms"`
 	DispatchP90Ms    *float64 `json:"dispatch_p90_ms"`
 	DispatchP99Ms    *float64 `json:"dispatch_p99_ms"`
-	RunP50Ms         *float64 `json:"run_p50_ms"`
-	RunP90Ms         *float64 `json:"run_p90_ms"`
-	RunP99Ms         *float64 `json:"run_p99_ms"`
+	// The dispatch of root steps (queued when their run was created) and
+	// of the steps their upstream's completion released.
+	DispatchRootP50Ms     *float64 `json:"dispatch_root_p50_ms"`
+	DispatchRootP99Ms     *float64 `json:"dispatch_root_p99_ms"`
+	DispatchReleasedP50Ms *float64 `json:"dispatch_released_p50_ms"`
+	DispatchReleasedP99Ms *float64 `json:"dispatch_released_p99_ms"`
+	RunP50Ms              *float64 `json:"run_p50_ms"`
+	RunP90Ms              *float64 `json:"run_p90_ms"`
+	RunP99Ms              *float64 `json:"run_p99_ms"`
 
 	// Fixed offered rate (--rate), open loop, for --duration.
-	RateOfferedRunsPerS  *float64 `json:"rate_offered_runs_per_s"`
-	RateRuns             *int     `json:"rate_runs"`
-	RateAchievedRunsPerS *float64 `json:"rate_achieved_runs_per_s"`
-	RateLateTriggers     *int     `json:"rate_late_triggers"`
-	RateErrors           *int64   `json:"rate_errors"`
-	RateSampledRuns      *int     `json:"rate_sampled_runs"`
-	RateDispatchP50Ms    *float64 `json:"rate_dispatch_p50_ms"`
-	RateDispatchP90Ms    *float64 `json:"rate_dispatch_p90_ms"`
-	RateDispatchP99Ms    *float64 `json:"rate_dispatch_p99_ms"`
-	RateRunP50Ms         *float64 `json:"rate_run_p50_ms"`
-	RateRunP90Ms         *float64 `json:"rate_run_p90_ms"`
-	RateRunP99Ms         *float64 `json:"rate_run_p99_ms"`
+	RateOfferedRunsPerS       *float64 `json:"rate_offered_runs_per_s"`
+	RateRuns                  *int     `json:"rate_runs"`
+	RateAchievedRunsPerS      *float64 `json:"rate_achieved_runs_per_s"`
+	RateLateTriggers          *int     `json:"rate_late_triggers"`
+	RateErrors                *int64   `json:"rate_errors"`
+	RateSampledRuns           *int     `json:"rate_sampled_runs"`
+	RateDispatchP50Ms         *float64 `json:"rate_dispatch_p50_ms"`
+	RateDispatchP90Ms         *float64 `json:"rate_dispatch_p90_ms"`
+	RateDispatchP99Ms         *float64 `json:"rate_dispatch_p99_ms"`
+	RateDispatchRootP50Ms     *float64 `json:"rate_dispatch_root_p50_ms"`
+	RateDispatchRootP99Ms     *float64 `json:"rate_dispatch_root_p99_ms"`
+	RateDispatchReleasedP50Ms *float64 `json:"rate_dispatch_released_p50_ms"`
+	RateDispatchReleasedP99Ms *float64 `json:"rate_dispatch_released_p99_ms"`
+	RateRunP50Ms              *float64 `json:"rate_run_p50_ms"`
+	RateRunP90Ms              *float64 `json:"rate_run_p90_ms"`
+	RateRunP99Ms              *float64 `json:"rate_run_p99_ms"`
 
 	// Server counters over the full-load window, per step. MySQL's are
 	// global: other clients of a shared server add to them.
@@ -180,14 +190,20 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 func (r *benchResult) setLatencies(l latencySample, phase string) {
 	d50, d90, d99 := percentileMs(l.dispatch, 50), percentileMs(l.dispatch, 90), percentileMs(l.dispatch, 99)
 	r50, r90, r99 := percentileMs(l.run, 50), percentileMs(l.run, 90), percentileMs(l.run, 99)
+	o50, o99 := percentileMs(l.root, 50), percentileMs(l.root, 99)
+	e50, e99 := percentileMs(l.released, 50), percentileMs(l.released, 99)
 	if phase == "rate" {
 		r.RateSampledRuns = &l.runs
 		r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms = d50, d90, d99
+		r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms = o50, o99
+		r.RateDispatchReleasedP50Ms, r.RateDispatchReleasedP99Ms = e50, e99
 		r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms = r50, r90, r99
 		return
 	}
 	r.SampledRuns = l.runs
 	r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms = d50, d90, d99
+	r.DispatchRootP50Ms, r.DispatchRootP99Ms = o50, o99
+	r.DispatchReleasedP50Ms, r.DispatchReleasedP99Ms = e50, e99
 	r.RunP50Ms, r.RunP90Ms, r.RunP99Ms = r50, r90, r99
 }
 
@@ -226,6 +242,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		}
 		return fmt.Sprintf(format, *v)
 	}
+	pair := func(a, b *float64) string { return f(a, "%.2f") + ", " + f(b, "%.2f") }
 	ms := func(a, b, c *float64) string {
 		if a == nil {
 			return "-"
@@ -258,6 +275,8 @@ func printBenchTable(w io.Writer, r *benchResult) {
 	row("FULL LOAD", fmt.Sprintf("%d runs in %.2f s", r.Runs, r.Seconds), "closed loop: triggers as fast as they return")
 	row("throughput", fmt.Sprintf("%.1f runs/s, %.1f steps/s", r.RunsPerS, r.StepsPerS), "first trigger -> last step committed")
 	row("dispatch p50/p90/p99", ms(r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms)+" ms", fmt.Sprintf("step queued (store time) -> handler start; %d runs sampled", r.SampledRuns))
+	row("  root / released p50, p99", pair(r.DispatchRootP50Ms, r.DispatchRootP99Ms)+" / "+pair(r.DispatchReleasedP50Ms, r.DispatchReleasedP99Ms)+" ms",
+		"root steps (queued by the create transaction) / steps released by their upstream's completion")
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
 	row("group commit", fmt.Sprintf("%.1f / %.1f", r.ClaimBatch, r.CommitBatch), "steps per claim / per completion transaction")
@@ -268,6 +287,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		row("FIXED RATE", fmt.Sprintf("%.1f runs/s offered, %d runs", *r.RateOfferedRunsPerS, *r.RateRuns), "open loop: one trigger per tick, not waiting for earlier ones")
 		row("achieved", f(r.RateAchievedRunsPerS, "%.1f runs/s"), fmt.Sprintf("%d triggers started >10ms late", *r.RateLateTriggers))
 		row("dispatch p50/p90/p99", ms(r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms)+" ms", fmt.Sprintf("%d runs sampled", *r.RateSampledRuns))
+		row("  root / released p50, p99", pair(r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms)+" / "+pair(r.RateDispatchReleasedP50Ms, r.RateDispatchReleasedP99Ms)+" ms", "")
 		row("run p50/p90/p99", ms(r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms)+" ms", "")
 		row("errors", fmt.Sprint(*r.RateErrors), "")
 	}

@@ -56,7 +56,9 @@ func positive(t *testing.T, res map[string]any, keys ...string) {
 var benchKeys = []string{
 	"backend", "commit", "runs", "workers", "history", "seconds", "runs_per_s", "steps_per_s", "errors",
 	"dispatch_p50_ms", "dispatch_p90_ms", "dispatch_p99_ms", "run_p50_ms", "run_p99_ms",
+	"dispatch_root_p50_ms", "dispatch_root_p99_ms", "dispatch_released_p50_ms", "dispatch_released_p99_ms",
 	"rate_offered_runs_per_s", "rate_dispatch_p99_ms", "rate_run_p50_ms", "rate_run_p99_ms",
+	"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms",
 	"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 	"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 	"backlog_steps", "peak_rss_mib", "cpu_s_per_1000_steps", "database", "redis_prefix",
@@ -73,14 +75,15 @@ func TestBenchEmbedded(t *testing.T) {
 	}
 	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p99_ms", "run_p50_ms",
 		"run_p99_ms", "rate_achieved_runs_per_s", "rate_run_p99_ms", "redis_round_trips_per_step",
-		"peak_rss_mib", "cpu_s_per_1000_steps")
+		"peak_rss_mib", "cpu_s_per_1000_steps", "dispatch_root_p99_ms", "dispatch_released_p99_ms",
+		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms")
 	if res["errors"] != 0.0 || res["backend"] != "embedded" || res["mysql_round_trips_per_step"] != nil {
 		t.Errorf("errors %v, backend %v, mysql %v", res["errors"], res["backend"], res["mysql_round_trips_per_step"])
 	}
 	if sp, rp := res["steps_per_s"].(float64), res["runs_per_s"].(float64); sp < 3.99*rp || sp > 4.01*rp {
 		t.Errorf("steps/s %v is not 4 x runs/s %v", sp, rp)
 	}
-	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "Redis round trips"} {
+	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "root / released p50, p99", "Redis round trips"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
