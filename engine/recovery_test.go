@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,5 +368,41 @@ func TestHeartbeatKeepsLongStep(t *testing.T) {
 	}
 	if len(info.Attempts) != 1 || info.Attempts[0].Outcome != persistence.OutcomeSucceeded {
 		t.Fatalf("attempts = %+v, want one succeeded", info.Attempts)
+	}
+}
+
+// TestStepTimeout: a handler that returns when its context ends, and one
+// that ignores it and returns late, both fail their attempt with the
+// step's timeout as the reason, and the step is retried.
+func TestStepTimeout(t *testing.T) {
+	for _, mode := range []string{"honours", "ignores"} {
+		t.Run(mode, func(t *testing.T) {
+			var calls atomic.Int32
+			h := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+				if calls.Add(1) > 1 {
+					return json.RawMessage(`{}`), nil // the retry is quick
+				}
+				if mode == "ignores" {
+					time.Sleep(300 * time.Millisecond)
+					return json.RawMessage(`{}`), nil
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+			wf, err := dag.New("slow", dag.DefaultRetry(dag.RetryPolicy{MaxAttempts: 2, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond})).
+				Step("work", h, dag.Timeout(100*time.Millisecond)).Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := enginetest.New(t, enginetest.Options{Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf}})
+			info := env.Wait(t, env.Trigger(t, "slow", nil))
+			env.AssertRun(t, info, persistence.RunSucceeded)
+			if len(info.Attempts) != 2 || info.Attempts[0].Outcome != persistence.OutcomeFailed || info.Attempts[1].Outcome != persistence.OutcomeSucceeded {
+				t.Fatalf("attempts = %+v, want a failed one then a succeeded one", info.Attempts)
+			}
+			if want := `step "work" timed out after 100ms`; !strings.Contains(info.Attempts[0].Error, want) {
+				t.Fatalf("first attempt's error = %q, want it to contain %q", info.Attempts[0].Error, want)
+			}
+		})
 	}
 }

@@ -354,7 +354,7 @@ func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, ti
 	defer cancel(nil)
 	if timeout > 0 {
 		var c2 context.CancelFunc
-		hctx, c2 = context.WithTimeoutCause(hctx, timeout, fmt.Errorf("step %q timed out after %v", sc.Step, timeout))
+		hctx, c2 = context.WithTimeoutCause(hctx, timeout, &stepTimeoutError{step: sc.Step, timeout: timeout})
 		defer c2()
 	}
 	// The heartbeat starts when the first beat is due: most steps end
@@ -388,6 +388,18 @@ func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, ti
 		err = steps.Permanent(fmt.Errorf("step %q returned output that is not valid JSON", sc.Step))
 	}
 	return out, err
+}
+
+// stepTimeoutError is the cause of a step context that reached the step's
+// timeout. It is made for every step with a timeout and seen by few, so it
+// formats its message only when asked.
+type stepTimeoutError struct {
+	step    string
+	timeout time.Duration
+}
+
+func (e *stepTimeoutError) Error() string {
+	return fmt.Sprintf("step %q timed out after %v", e.step, e.timeout)
 }
 
 // heartbeat extends the lease in the store and in Redis at once and then
