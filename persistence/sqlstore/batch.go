@@ -301,8 +301,9 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			cols = runCols // a claimed step needs its run's input
 		}
 		// The runs, then every step of them, locked in that order, in one
-		// round trip on MySQL.
-		var rows []stepRow
+		// round trip on MySQL. Sized for runs of four steps (the slice
+		// grows for more): stepRow is large, and a batch reads hundreds.
+		rows := make([]stepRow, 0, 4*len(runIDs))
 		if err := s.selectSets(ctx, q,
 			rowSet{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
 				`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},

@@ -53,7 +53,13 @@ func (p *pipeTx) take(query string, args []any) (string, []any) {
 		return query, args
 	}
 	var b strings.Builder
-	var all []any
+	n, size := len(args), len(query)
+	for _, st := range p.pending {
+		n += len(st.args)
+		size += len(st.query) + 2
+	}
+	b.Grow(size)
+	all := make([]any, 0, n)
 	for _, st := range p.pending {
 		b.WriteString(st.query)
 		b.WriteString(";\n")

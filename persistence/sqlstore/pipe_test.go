@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dagflow/dagflow/internal/testenv"
 )
@@ -237,5 +239,78 @@ func TestSelectSets(t *testing.T) {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1146 {
 		t.Fatalf("err = %v, want the missing table of the second query", err)
+	}
+}
+
+// TestScanFastPathsMatchSqlx: the hand-written scans of whole run and step
+// rows fill every field as sqlx's struct scan does, for rows with every
+// nullable column set and with none.
+func TestScanFastPathsMatchSqlx(t *testing.T) {
+	_, db, _, _ := pipeStore(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`CREATE TABLE r (id VARCHAR(64), workflow VARCHAR(64), version INT, status VARCHAR(32), input LONGBLOB NULL,
+			output LONGBLOB NULL, error TEXT NULL, idempotency_key VARCHAR(255) NULL, metadata LONGBLOB NULL,
+			schedule VARCHAR(64), scheduled_tick DATETIME(6) NULL, start_at DATETIME(6), created_at DATETIME(6),
+			started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL, updated_at DATETIME(6))`,
+		`INSERT INTO r VALUES ('a', 'wf', 2, 'succeeded', '{"n":1}', '{"ok":true}', 'boom', 'key', '{"m":"v"}', 'every',
+			'2030-01-01 00:00:00.000001', '2030-01-01 00:00:01', '2030-01-01 00:00:02', '2030-01-01 00:00:03',
+			'2030-01-01 00:00:04', '2030-01-01 00:00:05.123456')`,
+		`INSERT INTO r VALUES ('b', 'wf', 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05')`,
+		`CREATE TABLE s (run_id VARCHAR(64), step VARCHAR(64), seq INT, workflow VARCHAR(64), queue VARCHAR(64),
+			status VARCHAR(32), deps TEXT, dependents TEXT, attempt INT, max_attempts INT, pending_deps INT,
+			comp_attempt INT, fence VARCHAR(64), lease_expires_at DATETIME(6) NULL, next_attempt_at DATETIME(6) NULL,
+			output LONGBLOB NULL, error TEXT NULL, queued_at DATETIME(6) NULL, started_at DATETIME(6) NULL,
+			finished_at DATETIME(6) NULL, updated_at DATETIME(6), worker VARCHAR(255), claimed_at DATETIME(6) NULL)`,
+		`INSERT INTO s VALUES ('a', 'ship', 3, 'wf', 'q', 'running', 'notify,points', '', 2, 5, 0, 1, 'f',
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', '{"x":1}', 'e', '2030-01-01 00:00:03', '2030-01-01 00:00:04',
+			'2030-01-01 00:00:05', '2030-01-01 00:00:06', 'w', '2030-01-01 00:00:07')`,
+		`INSERT INTO s VALUES ('b', 'reserve', 0, 'wf', 'q', 'waiting', '', 'notify', 0, 3, 1, 0, '',
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(query string, dest any, fast bool) {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		if fast {
+			err = scanInto(rows, dest)
+		} else {
+			err = sqlx.StructScan(rows, dest)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runsFast, runsSqlx []runRow
+	scan("SELECT "+runCols+" FROM r ORDER BY id", &runsFast, true)
+	scan("SELECT "+runCols+" FROM r ORDER BY id", &runsSqlx, false)
+	if len(runsFast) != 2 || !reflect.DeepEqual(runsFast, runsSqlx) {
+		t.Errorf("run rows:\nfast %+v\nsqlx %+v", runsFast, runsSqlx)
+	}
+	if !runsFast[0].FinishedAt.Valid || string(runsFast[0].Metadata) != `{"m":"v"}` || runsFast[1].Error.Valid {
+		t.Errorf("run rows not read as stored: %+v", runsFast)
+	}
+	var stepsFast, stepsSqlx []stepRow
+	scan("SELECT "+stepCols+" FROM s ORDER BY run_id", &stepsFast, true)
+	scan("SELECT "+stepCols+" FROM s ORDER BY run_id", &stepsSqlx, false)
+	if len(stepsFast) != 2 || !reflect.DeepEqual(stepsFast, stepsSqlx) {
+		t.Errorf("step rows:\nfast %+v\nsqlx %+v", stepsFast, stepsSqlx)
+	}
+	if stepsFast[0].Deps != "notify,points" || !stepsFast[0].ClaimedAt.Valid || stepsFast[1].ClaimedAt.Valid {
+		t.Errorf("step rows not read as stored: %+v", stepsFast)
+	}
+	// Other columns take sqlx's way.
+	var some []runRow
+	scan("SELECT id, status FROM r ORDER BY id", &some, true)
+	if len(some) != 2 || some[0].ID != "a" || some[1].Status != "pending" || some[0].Workflow != "" {
+		t.Errorf("partial run rows = %+v", some)
 	}
 }

@@ -102,6 +102,24 @@ type runRow struct {
 	UpdatedAt      dbTime         `db:"updated_at"`
 }
 
+var runColList = strings.Split(runCols, ", ")
+
+// scanRunRows appends the rows, which have the columns of runCols in
+// order, to dest, as scanStepRows does for steps.
+func scanRunRows(rows *sql.Rows, dest *[]runRow) error {
+	for rows.Next() {
+		*dest = append(*dest, runRow{})
+		r := &(*dest)[len(*dest)-1]
+		if err := rows.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, &r.Input, &r.Output, &r.Error,
+			&r.IdempotencyKey, &r.Metadata, &r.Schedule, &r.ScheduledTick, &r.StartAt, &r.CreatedAt,
+			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt); err != nil {
+			*dest = (*dest)[:len(*dest)-1]
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 func (r runRow) record() (persistence.Run, error) {
 	run := persistence.Run{
 		ID:             r.ID,
@@ -172,13 +190,16 @@ func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 		return fmt.Errorf("sqlstore: step rows must have the columns %s, not %s", stepCols, strings.Join(cols, ", "))
 	}
 	for rows.Next() {
-		var r stepRow
+		// Scanned in place: a row scanned into a local and then
+		// appended would be allocated twice.
+		*dest = append(*dest, stepRow{})
+		r := &(*dest)[len(*dest)-1]
 		if err := rows.Scan(&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
 			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
 			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt); err != nil {
+			*dest = (*dest)[:len(*dest)-1]
 			return err
 		}
-		*dest = append(*dest, r)
 	}
 	return rows.Err()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,6 +280,17 @@ func scanInto(rows *sql.Rows, dest any) error {
 		// The hot path's scan (every batch reads whole step rows):
 		// straight into the fields, without sqlx's reflection.
 		return scanStepRows(rows, d)
+	}
+	if d, ok := dest.(*[]runRow); ok {
+		// Whole run rows, as a claim reads them: the same, unless a query
+		// selects other columns.
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		if slices.Equal(cols, runColList) {
+			return scanRunRows(rows, d)
+		}
 	}
 	return sqlx.StructScan(rows, dest)
 }
