@@ -583,8 +583,8 @@ type latencySample struct {
 	// dispatch split: the root step (queued by its run's create
 	// transaction) and the steps its upstream's completion released.
 	root, released []time.Duration
-	run      []time.Duration // Trigger called -> run finished (store timestamp)
-	runs     int
+	run            []time.Duration // Trigger called -> run finished (store timestamp)
+	runs           int
 }
 
 // latencies reads the steps of up to cfg.sample runs of p, spread evenly
