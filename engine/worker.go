@@ -367,7 +367,8 @@ func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, ti
 	})
 	out, err := steps.Call(hctx, h, sc)
 	if !hb.Stop() {
-		// It started: stop it, and wait, so that no beat follows the end.
+		// It started: stop it and wait for it, so that no beat is in
+		// flight once the attempt's outcome is decided below.
 		close(hbDone)
 		<-hbStopped
 	}
