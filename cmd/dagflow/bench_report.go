@@ -20,16 +20,22 @@ import (
 // figure that was not measured (phase skipped, or not measurable on the
 // embedded backends) is null. README's Benchmarks section documents them.
 type benchResult struct {
-	Backend  string `json:"backend"`
-	Servers  string `json:"servers"`
-	Commit   string `json:"commit"`
-	Go       string `json:"go"`
-	CPUs     int    `json:"cpus"`
-	Runs     int    `json:"runs"`
-	Warmup   int    `json:"warmup"`
-	Workers  int    `json:"workers"`
-	Triggers int    `json:"triggers"`
-	History  int    `json:"history"`
+	Backend string `json:"backend"`
+	Servers string `json:"servers"`
+	Commit  string `json:"commit"`
+	// CommitSource says where Commit comes from: "build" (recorded in the
+	// binary by go build), "working directory" (the binary holds no
+	// revision, as with go run or -buildvcs=false, so it is the HEAD of
+	// the directory the bench runs in, which need not be what it was
+	// built from), or "" (unknown).
+	CommitSource string `json:"commit_source"`
+	Go           string `json:"go"`
+	CPUs         int    `json:"cpus"`
+	Runs         int    `json:"runs"`
+	Warmup       int    `json:"warmup"`
+	Workers      int    `json:"workers"`
+	Triggers     int    `json:"triggers"`
+	History      int    `json:"history"`
 
 	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
 	// HistorySettleSeconds is how long the server took, after the seed,
@@ -104,21 +110,30 @@ type benchResult struct {
 }
 
 func newBenchResult(cfg benchConfig, env *benchEnv) *benchResult {
-	return &benchResult{
-		Backend: env.backend, Servers: env.servers, Commit: buildCommit(), Go: runtime.Version(),
+	r := &benchResult{
+		Backend: env.backend, Servers: env.servers, Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), Runs: cfg.runs, Warmup: cfg.warmup, Workers: cfg.workers,
 		Triggers: cfg.triggers, History: cfg.history, Database: env.database, RedisPrefix: env.prefix,
 	}
+	r.Commit, r.CommitSource = buildCommit()
+	return r
 }
 
 // buildCommit is the VCS revision the binary was built from ("+dirty"
-// for uncommitted changes). `go build` records it; for `go run` it asks
-// git about the working directory, and is empty when that fails too.
-func buildCommit() string {
+// for uncommitted changes) and "build". `go build` records it; when the
+// binary holds none (`go run`, -buildvcs=false) it asks git about the
+// working directory and says so, and is empty when that fails too.
+func buildCommit() (string, string) {
+	fromDir := func() (string, string) {
+		if c := gitCommit(); c != "" {
+			return c, "working directory"
+		}
+		return "", ""
+	}
 	var rev, dirty string
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return gitCommit()
+		return fromDir()
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {
@@ -134,9 +149,9 @@ func buildCommit() string {
 		rev = rev[:12]
 	}
 	if rev == "" {
-		return gitCommit()
+		return fromDir()
 	}
-	return rev + dirty
+	return rev + dirty, "build"
 }
 
 func gitCommit() string {
@@ -254,8 +269,11 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		return s
 	}
 	commit := r.Commit
-	if commit == "" {
+	switch {
+	case commit == "":
 		commit = "(commit unknown)"
+	case r.CommitSource != "build":
+		commit += " (the working directory's; the binary holds no revision)"
 	}
 	fmt.Fprintln(w, "dagflow bench: order workflow (reserve -> notify || points -> ship), no-op handlers")
 	fmt.Fprintf(w, "  backend: %s\n", r.Servers)

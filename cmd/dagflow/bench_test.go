@@ -54,7 +54,7 @@ func positive(t *testing.T, res map[string]any, keys ...string) {
 
 // The keys every JSON line has, measured or null.
 var benchKeys = []string{
-	"backend", "commit", "runs", "workers", "history", "seconds", "runs_per_s", "steps_per_s", "errors",
+	"backend", "commit", "commit_source", "runs", "workers", "history", "seconds", "runs_per_s", "steps_per_s", "errors",
 	"dispatch_p50_ms", "dispatch_p90_ms", "dispatch_p99_ms", "run_p50_ms", "run_p99_ms",
 	"dispatch_root_p50_ms", "dispatch_root_p99_ms", "dispatch_released_p50_ms", "dispatch_released_p99_ms",
 	"rate_offered_runs_per_s", "rate_dispatch_p99_ms", "rate_run_p50_ms", "rate_run_p99_ms",
