@@ -307,10 +307,46 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 	if stepsFast[0].Deps != "notify,points" || !stepsFast[0].ClaimedAt.Valid || stepsFast[1].ClaimedAt.Valid {
 		t.Errorf("step rows not read as stored: %+v", stepsFast)
 	}
+	// A row that cannot be scanned (NULL where the field is a string)
+	// fails the scan with the column named, and leaves only the rows
+	// before it in dest, none half filled.
+	for _, q := range []string{
+		`INSERT INTO r VALUES ('c', NULL, 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05')`,
+		`INSERT INTO s VALUES ('c', 'ship', 3, NULL, 'q', 'waiting', '', '', 0, 3, 1, 0, '',
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scanErr := func(query string, dest any) error {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		return scanInto(rows, dest)
+	}
+	var runsBad []runRow
+	if err := scanErr("SELECT "+runCols+" FROM r ORDER BY id", &runsBad); err == nil || !strings.Contains(err.Error(), "workflow") {
+		t.Errorf("scanning a run row with a NULL workflow: err = %v, want one naming the column", err)
+	}
+	if len(runsBad) != 2 || !reflect.DeepEqual(runsBad, runsSqlx) {
+		t.Errorf("after a failed run row, dest = %+v, want the two rows before it", runsBad)
+	}
+	var stepsBad []stepRow
+	if err := scanErr("SELECT "+stepCols+" FROM s ORDER BY run_id", &stepsBad); err == nil || !strings.Contains(err.Error(), "workflow") {
+		t.Errorf("scanning a step row with a NULL workflow: err = %v, want one naming the column", err)
+	}
+	if len(stepsBad) != 2 || !reflect.DeepEqual(stepsBad, stepsSqlx) {
+		t.Errorf("after a failed step row, dest = %+v, want the two rows before it", stepsBad)
+	}
 	// Other columns take sqlx's way.
 	var some []runRow
 	scan("SELECT id, status FROM r ORDER BY id", &some, true)
-	if len(some) != 2 || some[0].ID != "a" || some[1].Status != "pending" || some[0].Workflow != "" {
+	if len(some) != 3 || some[0].ID != "a" || some[1].Status != "pending" || some[0].Workflow != "" {
 		t.Errorf("partial run rows = %+v", some)
 	}
 }
