@@ -196,31 +196,51 @@ func Migrate(ctx context.Context, dsn string) error {
 // MigrationTable is the table in which goose records applied versions.
 const MigrationTable = "dagflow_migrations"
 
-func migrateDB(ctx context.Context, db *sql.DB) error {
+// migrateDB applies the embedded migrations while holding the database's
+// migration lock (GET_LOCK, on a connection of its own), so that
+// concurrent first migrations of one database, from any number of
+// processes, run one after the other. The lock covers the whole of goose's
+// Up: Up first checks for pending migrations without a session locker,
+// and that check creates the version table; under goose's own session
+// locker a second migration could find the table before its zero-version
+// row and fail with "missing zero version migration".
+func migrateDB(ctx context.Context, db *sql.DB) (err error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err
 	}
 	p, err := goose.NewProvider(goose.DialectMySQL, db, sub,
 		goose.WithTableName(MigrationTable),
-		goose.WithSessionLocker(namedLock{}),
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("mysql: migrations: %w", err)
 	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("mysql: migration lock: %w", err)
+	}
+	defer conn.Close()
+	if err := migrationLock(ctx, conn); err != nil {
+		return err
+	}
+	defer func() {
+		// A detached context: the caller's may have ended, and the lock
+		// must go (closing the connection would free it too).
+		if _, uerr := conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+lockName+")"); uerr != nil && err == nil {
+			err = fmt.Errorf("mysql: migration unlock: %w", uerr)
+		}
+	}()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("mysql: migrate: %w", err)
 	}
 	return nil
 }
 
-// namedLock serializes migrations of one database across processes with
-// GET_LOCK, held by the connection goose runs on.
-type namedLock struct{}
-
+// lockName is the migration lock of the connection's database.
 const lockName = "CONCAT('dagflow_migrate:', DATABASE())"
 
-func (namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+// migrationLock waits up to 60 s for the migration lock on conn.
+func migrationLock(ctx context.Context, conn *sql.Conn) error {
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 60)").Scan(&got); err != nil {
 		return fmt.Errorf("mysql: migration lock: %w", err)
@@ -229,9 +249,4 @@ func (namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
 		return errors.New("mysql: migration lock: timed out after 60s")
 	}
 	return nil
-}
-
-func (namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK("+lockName+")")
-	return err
 }

@@ -82,16 +82,22 @@ func schemaDump(t *testing.T, db *sql.DB) string {
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {
-	dsn := testenv.MySQLDatabase(t)
 	ctx := context.Background()
-	// Concurrent first migrations serialize on the named lock.
-	errs := make(chan error, 3)
-	for range 3 {
-		go func() { errs <- mysql.Migrate(ctx, dsn) }()
-	}
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatalf("Migrate: %v", err)
+	// Concurrent first migrations serialize on the named lock, the
+	// version table's creation included (goose creates it in a check it
+	// makes before taking its own locker). Several fresh databases, so
+	// that a race between them shows.
+	var dsn string
+	for round := range 5 {
+		dsn = testenv.MySQLDatabase(t)
+		errs := make(chan error, 6)
+		for range 6 {
+			go func() { errs <- mysql.Migrate(ctx, dsn) }()
+		}
+		for range 6 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: Migrate: %v", round, err)
+			}
 		}
 	}
 	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
