@@ -165,3 +165,32 @@ func history(t *testing.T, db *sql.DB, now time.Time, n int) {
 		}
 	}
 }
+
+// TestBatchWritesUseKeyOnSmallTables: on a table the planner takes for
+// small (a new database, or statistics from when it was), the grouped
+// writes of a completion batch still read their rows through the primary
+// key; a scan would read, and lock, every row of the table.
+func TestBatchWritesUseKeyOnSmallTables(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	history(t, s.DB(), now, 200)
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE step_runs"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, q := range s.IndexedQueries(now) {
+		if !strings.HasPrefix(q.Name, "StepCompleteMany/") {
+			continue
+		}
+		n++
+		for _, r := range explain(t, s.DB(), q.SQL, q.Args) {
+			if r["type"] != "range" || r["key"] != "PRIMARY" {
+				t.Errorf("%s: type=%s key=%s rows=%s over %d rows, want a range of the primary key", q.Name, r["type"], r["key"], r["rows"], 400)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no StepCompleteMany queries to explain")
+	}
+}

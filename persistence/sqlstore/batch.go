@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -35,6 +36,24 @@ func pairWhere(n int) string {
 			b.WriteString(" OR ")
 		}
 		b.WriteString("(run_id = ? AND step = ?)")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// keyIn returns a condition on n (run_id, step) pairs, for pairArgs.
+func (s *Store) keyIn(n int) string {
+	if !s.d.RowValueIn {
+		return pairWhere(n)
+	}
+	var b strings.Builder
+	b.Grow(20 + 8*n)
+	b.WriteString("(run_id, step) IN (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?)")
 	}
 	b.WriteString(")")
 	return b.String()
@@ -341,7 +360,16 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		changed := map[stepKey]bool{}
 		var ended []endedAttempt
 		lastOfRun := map[string]int{}
+		// The batch writes at one instant, the latest of its items' (so
+		// that the rows it writes alike share a statement: writeSteps).
 		var now time.Time
+		for i, p := range ps {
+			if r := byKey[stepKey{p.RunID, p.Step}]; out[i].Err == nil && r != nil && p.Fence != "" && r.Fence == p.Fence {
+				if n := norm(p.Now); n.After(now) {
+					now = n
+				}
+			}
+		}
 		for i, p := range ps {
 			if out[i].Err != nil {
 				continue
@@ -355,9 +383,6 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			if p.Fence == "" || r.Fence != p.Fence || r.Status != string(persistence.StepRunning) {
 				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, p.RunID, p.Step)
 				continue
-			}
-			if n := norm(p.Now); n.After(now) {
-				now = n
 			}
 			status := persistence.StepSucceeded
 			if p.Skipped {
@@ -472,7 +497,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			out[cr.item].Result.Claimed = append(out[cr.item].Result.Claimed, res)
 		}
 		// The writes, with the COMMIT in one round trip on MySQL.
-		writes := append(s.upsertSteps(byKey, changed), s.endedStmts(ended)...)
+		writes := append(s.writeSteps(byKey, changed), s.endedStmts(ended)...)
 		if len(finished) > 0 {
 			slices.Sort(finished)
 			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
@@ -487,29 +512,164 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 	return out, nil
 }
 
-// stepWriteCols are the step_runs columns a batch writes back.
+// stepWriteCols are the step_runs columns a batch writes back but output
+// (written last), in the order of stepWriteArgs.
 var stepWriteCols = []string{"status", "attempt", "pending_deps", "fence", "lease_expires_at", "next_attempt_at",
-	"output", "error", "queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"}
+	"error", "queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"}
 
-// upsertSteps returns the statements that write the changed rows (all of
-// them locked by the transaction) back.
-func (s *Store) upsertSteps(byKey map[stepKey]*stepRow, changed map[stepKey]bool) []stmt {
+// writeSteps returns the statements that write the changed rows (all of
+// them locked by the transaction, so all of them exist) back.
+//
+// Rows that get the same values (stepWriteCols; outputs aside)
+// share one UPDATE that names them by key, with a CASE for outputs that
+// differ: a batch's completions and the dependents it claims or queues
+// mostly do, as they are written at the same instant. Each of the others
+// is one row of a multi-row upsert. On MySQL the UPDATE costs the server
+// far less per row than the upsert, which parses and converts every
+// column of every row, first tries to insert it, then finds and updates
+// the existing one: about 15% of the server's CPU per step.
+func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]bool) []stmt {
 	keys := make([]stepKey, 0, len(changed))
 	for k := range changed {
 		keys = append(keys, k)
 	}
 	sortKeys(keys)
-	rows := make([][]any, len(keys))
-	for i, k := range keys {
-		r := byKey[k]
-		rows[i] = []any{r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Status, r.Deps, r.Dependents,
-			r.Attempt, r.MaxAttempts, r.PendingDeps, r.CompAttempt, r.Fence,
-			s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt), nullBytes(r.Output), nullStringNS(r.Error.String, r.Error.Valid),
-			s.nt(r.QueuedAt), s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt)}
+	groups := make(map[stepSet][]stepKey, 4)
+	var order []stepSet
+	for _, k := range keys {
+		v := setOf(byKey[k])
+		if _, ok := groups[v]; !ok {
+			order = append(order, v)
+		}
+		groups[v] = append(groups[v], k)
 	}
-	return valuesStmts(`INSERT INTO step_runs (`+stepCols+`) VALUES `,
+	var out []stmt
+	var single []stepKey
+	for _, v := range order {
+		g := groups[v]
+		if len(g) == 1 {
+			single = append(single, g[0])
+			continue
+		}
+		out = append(out, s.groupUpdates(byKey, g)...)
+	}
+	if len(single) == 0 {
+		return out
+	}
+	rows := make([][]any, len(single))
+	for i, k := range single { // in key order, as keys were
+		r := byKey[k]
+		rows[i] = append([]any{r.RunID, r.Step, r.Seq, r.Workflow, r.Queue, r.Deps, r.Dependents,
+			r.MaxAttempts, r.CompAttempt}, s.stepWriteArgs(r)...)
+		rows[i] = append(rows[i], nullBytes(r.Output))
+	}
+	return append(out, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, deps, dependents, max_attempts, comp_attempt, `+
+		strings.Join(stepWriteCols, ", ")+`, output) VALUES `,
 		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		s.d.Upsert([]string{"run_id", "step"}, stepWriteCols), rows)
+		s.d.Upsert([]string{"run_id", "step"}, append(slices.Clone(stepWriteCols), "output")), rows)...)
+}
+
+// groupUpdates returns the UPDATEs that write the rows of keys, which get
+// the same values but perhaps for their outputs, split to stay within
+// maxGroupRows and maxStmtBytes each.
+func (s *Store) groupUpdates(byKey map[stepKey]*stepRow, keys []stepKey) []stmt {
+	set := s.stepWriteArgs(byKey[keys[0]])
+	var out []stmt
+	for len(keys) > 0 {
+		// As many rows as fit; but outputs that differ go in a CASE,
+		// which costs the server time quadratic in its length, so at
+		// most maxCaseRows rows unless they all have one output.
+		n, size, same := 0, 0, true
+		first := byKey[keys[0]].Output
+		for n < len(keys) && n < maxGroupRows {
+			o := byKey[keys[n]].Output
+			if n > 0 && size+len(o) > maxStmtBytes {
+				break
+			}
+			if n >= maxCaseRows && (!same || string(o) != string(first)) {
+				break
+			}
+			size += len(o)
+			same = same && string(o) == string(first)
+			n++
+		}
+		part := keys[:n]
+		keys = keys[n:]
+		var b strings.Builder
+		args := make([]any, 0, len(set)+5*len(part))
+		args = append(args, set...)
+		b.WriteString("UPDATE step_runs")
+		b.WriteString(s.d.ByPrimaryKey)
+		b.WriteString(stepGroupSet)
+		if same {
+			b.WriteString("?")
+			args = append(args, nullBytes(first))
+		} else {
+			b.WriteString("CASE")
+			for _, k := range part {
+				b.WriteString(" WHEN run_id = ? AND step = ? THEN ?")
+				args = append(args, k.run, k.step, nullBytes(byKey[k].Output))
+			}
+			b.WriteString(" END")
+		}
+		b.WriteString(" WHERE ")
+		b.WriteString(s.keyIn(len(part)))
+		out = append(out, stmt{b.String(), append(args, pairArgs(part)...)})
+	}
+	return out
+}
+
+// maxGroupRows bounds the rows one grouped UPDATE names, and maxCaseRows
+// those of one whose outputs differ.
+const (
+	maxGroupRows = 1000
+	maxCaseRows  = 64
+)
+
+// stepGroupSet is the SET of a grouped UPDATE, up to output's value.
+var stepGroupSet = func() string {
+	sets := make([]string, len(stepWriteCols))
+	for i, c := range stepWriteCols {
+		sets[i] = c + " = ?"
+	}
+	return " SET " + strings.Join(sets, ", ") + ", output = "
+}()
+
+// stepWriteArgs returns r's values of stepWriteCols, in order.
+func (s *Store) stepWriteArgs(r *stepRow) []any {
+	return []any{r.Status, r.Attempt, r.PendingDeps, r.Fence, s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt),
+		nullStringNS(r.Error.String, r.Error.Valid), s.nt(r.QueuedAt), s.nt(r.StartedAt),
+		s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt)}
+}
+
+// stepSet is what a batch writes to a step row (stepWriteCols; output
+// aside), as a map key: rows with equal stepSets get the same values.
+type stepSet struct {
+	status                                          string
+	attempt, pendingDeps                            int
+	fence, worker, err                              string
+	hasErr                                          bool
+	lease, next, queued, started, finished, claimed int64 // Unix µs, noTime for NULL
+	updated                                         int64
+}
+
+const noTime = math.MinInt64
+
+func micros(t nullTime) int64 {
+	if !t.Valid {
+		return noTime
+	}
+	return t.T.UnixMicro()
+}
+
+func setOf(r *stepRow) stepSet {
+	return stepSet{
+		status: r.Status, attempt: r.Attempt, pendingDeps: r.PendingDeps,
+		fence: r.Fence, worker: r.Worker, err: r.Error.String, hasErr: r.Error.Valid,
+		lease: micros(r.LeaseExpiresAt), next: micros(r.NextAttemptAt), queued: micros(r.QueuedAt),
+		started: micros(r.StartedAt), finished: micros(r.FinishedAt), claimed: micros(r.ClaimedAt),
+		updated: r.UpdatedAt.T.UnixMicro(),
+	}
 }
 
 func (s *Store) nt(t nullTime) any {

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,25 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 	} {
 		q, args, _, _ := s.stepListDeadQuery(c.p)
 		qs = append(qs, Query{Name: c.name, SQL: q, Args: args})
+	}
+	// The grouped writes of a completion batch (writeSteps): many rows
+	// written alike, and some whose outputs differ.
+	byKey := map[stepKey]*stepRow{}
+	var keys []stepKey
+	for i := range 300 {
+		k := stepKey{fmt.Sprintf("h%07d", i*7), "a"}
+		byKey[k] = &stepRow{RunID: k.run, Step: k.step, Status: string(persistence.StepSucceeded), UpdatedAt: dbTime{now},
+			FinishedAt: nullTime{T: now, Valid: true}, Output: []byte(fmt.Sprintf(`{"n":%d}`, i%2))}
+		keys = append(keys, k)
+	}
+	for i, st := range s.groupUpdates(byKey, keys) {
+		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/update%d", i), SQL: st.query, Args: st.args})
+	}
+	for _, k := range keys {
+		byKey[k].Output = nil
+	}
+	for i, st := range s.groupUpdates(byKey, keys) {
+		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/alike%d", i), SQL: st.query, Args: st.args})
 	}
 	return qs
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +174,130 @@ func (s *suite) testCompleteMany(t *testing.T, st persistence.Store) {
 	outs, err = st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: []persistence.StepCompleteParams{{RunID: id, Step: "d", Fence: "f", Compensation: true}}})
 	if err != nil || outs[0].Err == nil || !strings.Contains(outs[0].Err.Error(), "compensation") {
 		t.Errorf("compensation in a batch: %v / %v, want an error naming it", err, outs[0].Err)
+	}
+}
+
+// testCompleteManyRows: one batch writes every row it changes as it says
+// it did, whether the rows share their new values (completions at one
+// instant, the dependents it claims or queues) or not (outputs that
+// differ, alike or empty; a skip), and leaves a refused item's row alone.
+func (s *suite) testCompleteManyRows(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	// In key order: two empty outputs, 80 that differ, 150 alike but one, a skip
+	// and a refusal. Rows with differing outputs are written in bounded
+	// pieces, and the alike ones in one.
+	var outputs []string
+	outputs = append(outputs, "", "")
+	for i := range 80 {
+		outputs = append(outputs, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	for i := range 150 {
+		if i == 70 {
+			outputs = append(outputs, `{"odd":1}`) // among alike ones
+			continue
+		}
+		outputs = append(outputs, `{"same":1}`)
+	}
+	outputs = append(outputs, "", "")
+	n := len(outputs)
+	skipped, stale := n-2, n-1
+	cps := make([]persistence.RunCreateParams, n)
+	for i := range cps {
+		cps[i] = persistence.RunCreateParams{ID: newID(t), Workflow: "wf", Version: 1, Now: t0, Steps: specs("a", "b:a", "c:a")}
+	}
+	created, err := st.RunCreateMany(c, persistence.RunCreateManyParams{Items: cps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	items := make([]persistence.StepClaimItem, n)
+	for i, o := range created {
+		if o.Err != nil {
+			t.Fatalf("create run %d: %v", i, o.Err)
+		}
+		ids[i] = o.Result.Run.ID
+		items[i] = persistence.StepClaimItem{RunID: ids[i], Step: "a"}
+	}
+	claimed, err := st.StepClaimMany(c, persistence.StepClaimManyParams{Items: items, Fence: "fa", Worker: "w1", LeaseUntil: at(time.Minute), Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range claimed {
+		if o.Err != nil {
+			t.Fatalf("claim a of run %d: %v", i, o.Err)
+		}
+	}
+	ps := make([]persistence.StepCompleteParams, n)
+	for i := range ps {
+		ps[i] = persistence.StepCompleteParams{RunID: ids[i], Step: "a", Fence: "fa", Now: at(time.Second)}
+		if outputs[i] != "" {
+			ps[i].Output = []byte(outputs[i])
+		}
+	}
+	ps[skipped].Skipped = true
+	ps[stale].Fence = "stale"
+	before := getStep(t, st, ids[stale], "a")
+	rc := &persistence.ReleaseClaim{Queues: []string{"q1"}, Max: 5, Fence: "eager", Worker: "w2", LeaseUntil: at(2 * time.Minute)}
+	outs, err := st.StepCompleteMany(c, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
+	if err != nil {
+		t.Fatalf("StepCompleteMany: %v", err)
+	}
+	var nClaimed, nReady int
+	for i, o := range outs {
+		if i == stale {
+			if !errors.Is(o.Err, persistence.ErrFenceMismatch) {
+				t.Errorf("stale fence: err = %v, want ErrFenceMismatch", o.Err)
+			}
+			continue
+		}
+		if o.Err != nil {
+			t.Fatalf("complete a of run %d: %v", i, o.Err)
+		}
+		got := getStep(t, st, ids[i], "a")
+		if diff := cmp.Diff(o.Result.Step, got); diff != "" {
+			t.Errorf("run %d: stored a differs from the result (-result +stored):\n%s", i, diff)
+		}
+		if string(got.Output) != outputs[i] {
+			t.Errorf("run %d: output %q, want %q", i, got.Output, outputs[i])
+		}
+		if want := persistence.StepSucceeded; i == skipped {
+			if got.Status != persistence.StepSkipped {
+				t.Errorf("run %d: a is %s, want skipped", i, got.Status)
+			}
+		} else if got.Status != want {
+			t.Errorf("run %d: a is %s, want %s", i, got.Status, want)
+		}
+		for _, cl := range o.Result.Claimed {
+			nClaimed++
+			got := getStep(t, st, ids[i], cl.Step.Step)
+			if diff := cmp.Diff(cl.Step, got); diff != "" {
+				t.Errorf("run %d: stored claimed %s differs from the result (-result +stored):\n%s", i, cl.Step.Step, diff)
+			}
+			if got.Status != persistence.StepRunning || got.Fence != "eager" || got.Attempt != 1 || got.PendingDeps != 0 {
+				t.Errorf("run %d: claimed %s stored as %+v", i, cl.Step.Step, got)
+			}
+		}
+		for _, r := range o.Result.Ready {
+			nReady++
+			got := getStep(t, st, ids[i], r.Step)
+			if diff := cmp.Diff(r, got); diff != "" {
+				t.Errorf("run %d: stored ready %s differs from the result (-result +stored):\n%s", i, r.Step, diff)
+			}
+			if got.Status != persistence.StepQueued || got.Fence != "" || got.QueuedAt == nil || !got.QueuedAt.Equal(at(time.Second)) {
+				t.Errorf("run %d: ready %s stored as %+v", i, r.Step, got)
+			}
+		}
+	}
+	if nClaimed != 5 || nReady != 2*(n-1)-5 {
+		t.Errorf("%d dependents claimed and %d queued, want 5 and %d", nClaimed, nReady, 2*(n-1)-5)
+	}
+	if diff := cmp.Diff(before, getStep(t, st, ids[stale], "a")); diff != "" {
+		t.Errorf("the refused item's row changed (-before +after):\n%s", diff)
+	}
+	for _, step := range []string{"b", "c"} {
+		if got := getStep(t, st, ids[stale], step); got.Status != persistence.StepWaiting || got.PendingDeps != 1 {
+			t.Errorf("refused run's %s = %s with %d pending, want waiting with 1", step, got.Status, got.PendingDeps)
+		}
 	}
 }
 
@@ -524,13 +649,13 @@ func (s *suite) testLargeBatches(t *testing.T, st persistence.Store) {
 			t.Fatalf("item %d: %v, finished %v", i, o.Err, o.Result.RunFinished)
 		}
 	}
-	for _, i := range []int{0, n - 1} {
+	for i := range n {
 		got, err := st.RunGet(c, ps[i].ID)
 		if err != nil || string(got.Input) != string(ps[i].Input) || got.Status != persistence.RunSucceeded {
 			t.Errorf("run %d: status %s, input intact %v (%v)", i, got.Status, string(got.Input) == string(ps[i].Input), err)
 		}
 		if sr := getStep(t, st, ps[i].ID, "a"); string(sr.Output) != string(items[i].Output) {
-			t.Errorf("run %d: output of %d bytes stored as %d", i, len(items[i].Output), len(sr.Output))
+			t.Errorf("run %d: stored output (%d bytes) is not the %d bytes completed", i, len(sr.Output), len(items[i].Output))
 		}
 	}
 }

@@ -82,6 +82,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ConcurrentRunFinish", s.testConcurrentFinish},
 		{"StepClaimMany", s.testClaimMany},
 		{"StepCompleteMany", s.testCompleteMany},
+		{"StepCompleteManyWritesEachRow", s.testCompleteManyRows},
 		{"ConcurrentCompleteMany", s.testConcurrentCompleteMany},
 		{"StepCompleteClaimsReleased", s.testCompleteClaimsReleased},
 		{"RunCreateMany", s.testRunCreateMany},
