@@ -158,10 +158,12 @@ func stepIndex(name string) int {
 }
 
 // runRec is what the bench observes of one run in process: when Trigger
-// was called and when each step's handler started (unix ns; 0 = not yet).
+// was called and when each step's handler started and returned (unix ns;
+// 0 = not yet).
 type runRec struct {
 	trigger atomic.Int64
 	started [4]atomic.Int64
+	ended   [4]atomic.Int64
 }
 
 // recorder maps run ids to their records; handlers and triggers both
@@ -271,7 +273,9 @@ func (b *bench) run(ctx context.Context) (*benchResult, error) {
 		now := time.Now().UnixNano()
 		if r := b.rec.Load(); r != nil {
 			if i := stepIndex(sc.Step); i >= 0 {
-				r.get(sc.RunID).started[i].CompareAndSwap(0, now)
+				rr := r.get(sc.RunID)
+				rr.started[i].CompareAndSwap(0, now)
+				rr.ended[i].CompareAndSwap(0, time.Now().UnixNano())
 			}
 		}
 		return json.RawMessage(`{"ok":true}`), nil
@@ -577,9 +581,32 @@ func (b *bench) failures(base engine.Stats) int64 {
 	return (st.Errors - base.Errors) + (st.StepsFailed - base.StepsFailed) + (st.StepsDead - base.StepsDead)
 }
 
+// readyAt returns when the last of deps' handlers returned (unix ns), and
+// false if one of them is not an order step or has not returned.
+func readyAt(r *runRec, deps []string) (int64, bool) {
+	var ready int64
+	for _, d := range deps {
+		i := stepIndex(d)
+		if i < 0 {
+			return 0, false
+		}
+		e := r.ended[i].Load()
+		if e == 0 {
+			return 0, false
+		}
+		ready = max(ready, e)
+	}
+	return ready, true
+}
+
 // latencySample are the latencies read back for a sample of a phase's runs.
 type latencySample struct {
-	dispatch []time.Duration // step queued (store timestamp) -> handler started
+	// dispatch: step ready -> handler started. A root step is ready when
+	// its run's create transaction queued it (queued_at, the store's
+	// timestamp); a released step when the last of its upstream
+	// handlers returned (in process: the transaction that releases it
+	// stamps it with its batch's time, which can be later).
+	dispatch []time.Duration
 	// dispatch split: the root step (queued by its run's create
 	// transaction) and the steps its upstream's completion released.
 	root, released []time.Duration
@@ -631,14 +658,20 @@ func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, er
 					if k < 0 || s.QueuedAt == nil {
 						continue
 					}
-					if t := r.started[k].Load(); t > 0 {
+					t := r.started[k].Load()
+					if t == 0 {
+						continue
+					}
+					if len(s.Deps) == 0 {
 						d := nonNegative(time.Unix(0, t).Sub(*s.QueuedAt))
 						out.dispatch = append(out.dispatch, d)
-						if len(s.Deps) == 0 {
-							out.root = append(out.root, d)
-						} else {
-							out.released = append(out.released, d)
-						}
+						out.root = append(out.root, d)
+						continue
+					}
+					if ready, ok := readyAt(r, s.Deps); ok {
+						d := nonNegative(time.Duration(t - ready))
+						out.dispatch = append(out.dispatch, d)
+						out.released = append(out.released, d)
 					}
 				}
 				out.runs++

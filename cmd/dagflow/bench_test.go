@@ -176,3 +176,20 @@ func TestBenchFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyAt: a released step is ready when the last of its upstream
+// handlers returned, and not before all of them have.
+func TestReadyAt(t *testing.T) {
+	var r runRec
+	r.ended[stepIndex("notify")].Store(200)
+	if _, ok := readyAt(&r, []string{"notify", "points"}); ok {
+		t.Error("ready with points not returned")
+	}
+	r.ended[stepIndex("points")].Store(150)
+	if got, ok := readyAt(&r, []string{"notify", "points"}); !ok || got != 200 {
+		t.Errorf("readyAt = %d, %v; want 200 (the later of the two)", got, ok)
+	}
+	if _, ok := readyAt(&r, []string{"notify", "elsewhere"}); ok {
+		t.Error("ready after a step the bench does not record")
+	}
+}
