@@ -357,7 +357,13 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			byKey[stepKey{r.RunID, r.Step}] = r
 			byRun[r.RunID] = append(byRun[r.RunID], r)
 		}
-		changed := map[stepKey]bool{}
+		// changed holds the rows this batch changes, as they were read.
+		changed := map[stepKey]stepWas{}
+		touch := func(k stepKey, r *stepRow) {
+			if _, ok := changed[k]; !ok {
+				changed[k] = stepWas{setOf(r), r.Output}
+			}
+		}
 		var ended []endedAttempt
 		lastOfRun := map[string]int{}
 		// The batch writes at one instant, the latest of its items' (so
@@ -396,22 +402,22 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			// Otherwise the step row keeps the ended attempt (number,
 			// worker, claimed_at, finished_at) and no attempt row is
 			// written: see heldAttempt.
+			touch(k, r)
 			r.Status = string(status)
 			r.Output = nonEmpty(p.Output)
 			r.Error.String, r.Error.Valid = "", false
 			r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
 			r.FinishedAt = nullTime{T: now, Valid: true}
 			r.UpdatedAt = dbTime{now}
-			changed[k] = true
 			res := persistence.StepCompleteResult{Step: r.record()}
 			for _, dn := range splitNames(r.Dependents) {
 				d := byKey[stepKey{p.RunID, dn}]
 				if d == nil || d.Status != string(persistence.StepWaiting) {
 					continue // cancelled, or queued by other means
 				}
-				d.UpdatedAt = dbTime{now}
 				dk := stepKey{p.RunID, dn}
-				changed[dk] = true
+				touch(dk, d)
+				d.UpdatedAt = dbTime{now}
 				if d.PendingDeps <= 1 {
 					d.PendingDeps = 0
 					d.Status = string(persistence.StepQueued)
@@ -518,40 +524,46 @@ var stepWriteCols = []string{"status", "attempt", "pending_deps", "fence", "leas
 	"error", "queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"}
 
 // writeSteps returns the statements that write the changed rows (all of
-// them locked by the transaction, so all of them exist) back.
+// them locked by the transaction, so all of them exist) back; changed
+// holds each row as it was read.
 //
-// Rows that get the same values (stepWriteCols; outputs aside)
-// share one UPDATE that names them by key, with a CASE for outputs that
-// differ: a batch's completions and the dependents it claims or queues
-// mostly do, as they are written at the same instant. Each of the others
+// Rows whose changes are the same (the same columns of stepWriteCols set
+// to the same values; their outputs may differ) share one UPDATE that
+// names them by key and sets just those columns, with a CASE for outputs
+// that differ. A batch's completions and the dependents it claims or
+// queues mostly do, as it writes them at one instant. Each of the others
 // is one row of a multi-row upsert. On MySQL the UPDATE costs the server
 // far less per row than the upsert, which parses and converts every
 // column of every row, first tries to insert it, then finds and updates
-// the existing one: about 15% of the server's CPU per step.
-func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]bool) []stmt {
+// the existing one.
+func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]stepWas) []stmt {
 	keys := make([]stepKey, 0, len(changed))
 	for k := range changed {
 		keys = append(keys, k)
 	}
 	sortKeys(keys)
-	groups := make(map[stepSet][]stepKey, 4)
-	var order []stepSet
+	groups := make(map[stepChange][]stepKey, 4)
+	var order []stepChange
 	for _, k := range keys {
-		v := setOf(byKey[k])
-		if _, ok := groups[v]; !ok {
-			order = append(order, v)
+		r, was := byKey[k], changed[k]
+		c := changeOf(was, setOf(r), string(was.output) != string(r.Output))
+		if c.mask == 0 && !c.output {
+			continue // changed back, or not at all
 		}
-		groups[v] = append(groups[v], k)
+		if _, ok := groups[c]; !ok {
+			order = append(order, c)
+		}
+		groups[c] = append(groups[c], k)
 	}
 	var out []stmt
 	var single []stepKey
-	for _, v := range order {
-		g := groups[v]
+	for _, c := range order {
+		g := groups[c]
 		if len(g) == 1 {
 			single = append(single, g[0])
 			continue
 		}
-		out = append(out, s.groupUpdates(byKey, g)...)
+		out = append(out, s.groupUpdates(byKey, c, g)...)
 	}
 	if len(single) == 0 {
 		return out
@@ -569,11 +581,30 @@ func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]bool)
 		s.d.Upsert([]string{"run_id", "step"}, append(slices.Clone(stepWriteCols), "output")), rows)...)
 }
 
-// groupUpdates returns the UPDATEs that write the rows of keys, which get
-// the same values but perhaps for their outputs, split to stay within
-// maxGroupRows and maxStmtBytes each.
-func (s *Store) groupUpdates(byKey map[stepKey]*stepRow, keys []stepKey) []stmt {
-	set := s.stepWriteArgs(byKey[keys[0]])
+// groupUpdates returns the UPDATEs that make change c to the rows of keys,
+// split to stay within maxGroupRows and maxStmtBytes each.
+func (s *Store) groupUpdates(byKey map[stepKey]*stepRow, c stepChange, keys []stepKey) []stmt {
+	var head strings.Builder
+	head.WriteString("UPDATE step_runs")
+	head.WriteString(s.d.ByPrimaryKey)
+	head.WriteString(" SET ")
+	var set []any
+	for i, v := range s.stepWriteArgs(byKey[keys[0]]) {
+		if c.mask&(1<<i) != 0 {
+			if len(set) > 0 {
+				head.WriteString(", ")
+			}
+			head.WriteString(stepWriteCols[i])
+			head.WriteString(" = ?")
+			set = append(set, v)
+		}
+	}
+	if c.output {
+		if len(set) > 0 {
+			head.WriteString(", ")
+		}
+		head.WriteString("output = ")
+	}
 	var out []stmt
 	for len(keys) > 0 {
 		// As many rows as fit; but outputs that differ go in a CASE,
@@ -582,15 +613,17 @@ func (s *Store) groupUpdates(byKey map[stepKey]*stepRow, keys []stepKey) []stmt 
 		n, size, same := 0, 0, true
 		first := byKey[keys[0]].Output
 		for n < len(keys) && n < maxGroupRows {
-			o := byKey[keys[n]].Output
-			if n > 0 && size+len(o) > maxStmtBytes {
-				break
+			if c.output {
+				o := byKey[keys[n]].Output
+				if n > 0 && size+len(o) > maxStmtBytes {
+					break
+				}
+				if n >= maxCaseRows && (!same || string(o) != string(first)) {
+					break
+				}
+				size += len(o)
+				same = same && string(o) == string(first)
 			}
-			if n >= maxCaseRows && (!same || string(o) != string(first)) {
-				break
-			}
-			size += len(o)
-			same = same && string(o) == string(first)
 			n++
 		}
 		part := keys[:n]
@@ -598,13 +631,13 @@ func (s *Store) groupUpdates(byKey map[stepKey]*stepRow, keys []stepKey) []stmt 
 		var b strings.Builder
 		args := make([]any, 0, len(set)+5*len(part))
 		args = append(args, set...)
-		b.WriteString("UPDATE step_runs")
-		b.WriteString(s.d.ByPrimaryKey)
-		b.WriteString(stepGroupSet)
-		if same {
+		b.WriteString(head.String())
+		switch {
+		case !c.output:
+		case same:
 			b.WriteString("?")
 			args = append(args, nullBytes(first))
-		} else {
+		default:
 			b.WriteString("CASE")
 			for _, k := range part {
 				b.WriteString(" WHEN run_id = ? AND step = ? THEN ?")
@@ -626,15 +659,6 @@ const (
 	maxCaseRows  = 64
 )
 
-// stepGroupSet is the SET of a grouped UPDATE, up to output's value.
-var stepGroupSet = func() string {
-	sets := make([]string, len(stepWriteCols))
-	for i, c := range stepWriteCols {
-		sets[i] = c + " = ?"
-	}
-	return " SET " + strings.Join(sets, ", ") + ", output = "
-}()
-
 // stepWriteArgs returns r's values of stepWriteCols, in order.
 func (s *Store) stepWriteArgs(r *stepRow) []any {
 	return []any{r.Status, r.Attempt, r.PendingDeps, r.Fence, s.nt(r.LeaseExpiresAt), s.nt(r.NextAttemptAt),
@@ -642,8 +666,7 @@ func (s *Store) stepWriteArgs(r *stepRow) []any {
 		s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.Worker, s.nt(r.ClaimedAt)}
 }
 
-// stepSet is what a batch writes to a step row (stepWriteCols; output
-// aside), as a map key: rows with equal stepSets get the same values.
+// stepSet is a step row's values of stepWriteCols, comparable.
 type stepSet struct {
 	status                                          string
 	attempt, pendingDeps                            int
@@ -670,6 +693,73 @@ func setOf(r *stepRow) stepSet {
 		started: micros(r.StartedAt), finished: micros(r.FinishedAt), claimed: micros(r.ClaimedAt),
 		updated: r.UpdatedAt.T.UnixMicro(),
 	}
+}
+
+// stepWas is a changed step row as the transaction read it.
+type stepWas struct {
+	stepSet
+	output []byte
+}
+
+// stepChange is what a batch does to a step row, as a map key: which of
+// stepWriteCols it sets (mask, bit i for stepWriteCols[i]) and to what
+// (v; the columns it leaves are zero there), and whether it sets output.
+type stepChange struct {
+	mask   uint16
+	output bool
+	v      stepSet
+}
+
+// changeOf returns the change that turns was into now.
+func changeOf(was stepWas, now stepSet, output bool) stepChange {
+	c := stepChange{output: output}
+	o := was.stepSet
+	bit := func(i int, differs bool) bool {
+		if differs {
+			c.mask |= 1 << i
+		}
+		return differs
+	}
+	if bit(0, o.status != now.status) {
+		c.v.status = now.status
+	}
+	if bit(1, o.attempt != now.attempt) {
+		c.v.attempt = now.attempt
+	}
+	if bit(2, o.pendingDeps != now.pendingDeps) {
+		c.v.pendingDeps = now.pendingDeps
+	}
+	if bit(3, o.fence != now.fence) {
+		c.v.fence = now.fence
+	}
+	if bit(4, o.lease != now.lease) {
+		c.v.lease = now.lease
+	}
+	if bit(5, o.next != now.next) {
+		c.v.next = now.next
+	}
+	if bit(6, o.err != now.err || o.hasErr != now.hasErr) {
+		c.v.err, c.v.hasErr = now.err, now.hasErr
+	}
+	if bit(7, o.queued != now.queued) {
+		c.v.queued = now.queued
+	}
+	if bit(8, o.started != now.started) {
+		c.v.started = now.started
+	}
+	if bit(9, o.finished != now.finished) {
+		c.v.finished = now.finished
+	}
+	if bit(10, o.updated != now.updated) {
+		c.v.updated = now.updated
+	}
+	if bit(11, o.worker != now.worker) {
+		c.v.worker = now.worker
+	}
+	if bit(12, o.claimed != now.claimed) {
+		c.v.claimed = now.claimed
+	}
+	return c
 }
 
 func (s *Store) nt(t nullTime) any {

@@ -229,13 +229,14 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 			FinishedAt: nullTime{T: now, Valid: true}, Output: []byte(fmt.Sprintf(`{"n":%d}`, i%2))}
 		keys = append(keys, k)
 	}
-	for i, st := range s.groupUpdates(byKey, keys) {
+	done := stepChange{mask: 1<<0 | 1<<9 | 1<<10, output: true} // status, finished_at, updated_at
+	for i, st := range s.groupUpdates(byKey, done, keys) {
 		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/update%d", i), SQL: st.query, Args: st.args})
 	}
 	for _, k := range keys {
 		byKey[k].Output = nil
 	}
-	for i, st := range s.groupUpdates(byKey, keys) {
+	for i, st := range s.groupUpdates(byKey, done, keys) {
 		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/alike%d", i), SQL: st.query, Args: st.args})
 	}
 	return qs

@@ -218,18 +218,34 @@ func (s *suite) testCompleteManyRows(t *testing.T, st persistence.Store) {
 		ids[i] = o.Result.Run.ID
 		items[i] = persistence.StepClaimItem{RunID: ids[i], Step: "a"}
 	}
-	claimed, err := st.StepClaimMany(c, persistence.StepClaimManyParams{Items: items, Fence: "fa", Worker: "w1", LeaseUntil: at(time.Minute), Now: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, o := range claimed {
-		if o.Err != nil {
-			t.Fatalf("claim a of run %d: %v", i, o.Err)
+	// Every third run's a is claimed by another worker, later: the batch
+	// changes those rows as it does the others, and each keeps its own
+	// claim (start, worker).
+	fence := func(i int) string { return []string{"fa", "fa", "fb"}[i%3] }
+	for _, f := range []string{"fa", "fb"} {
+		var its []persistence.StepClaimItem
+		for i, it := range items {
+			if fence(i) == f {
+				its = append(its, it)
+			}
+		}
+		worker, now := "w1", t0
+		if f == "fb" {
+			worker, now = "w3", at(500*time.Millisecond)
+		}
+		claimed, err := st.StepClaimMany(c, persistence.StepClaimManyParams{Items: its, Fence: f, Worker: worker, LeaseUntil: now.Add(time.Minute), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range claimed {
+			if o.Err != nil {
+				t.Fatalf("claim a of run %s: %v", its[i].RunID, o.Err)
+			}
 		}
 	}
 	ps := make([]persistence.StepCompleteParams, n)
 	for i := range ps {
-		ps[i] = persistence.StepCompleteParams{RunID: ids[i], Step: "a", Fence: "fa", Now: at(time.Second)}
+		ps[i] = persistence.StepCompleteParams{RunID: ids[i], Step: "a", Fence: fence(i), Now: at(time.Second)}
 		if outputs[i] != "" {
 			ps[i].Output = []byte(outputs[i])
 		}
@@ -259,6 +275,29 @@ func (s *suite) testCompleteManyRows(t *testing.T, st persistence.Store) {
 		}
 		if string(got.Output) != outputs[i] {
 			t.Errorf("run %d: output %q, want %q", i, got.Output, outputs[i])
+		}
+		wantStart := t0
+		if fence(i) == "fb" {
+			wantStart = at(500 * time.Millisecond)
+		}
+		if got.StartedAt == nil || !got.StartedAt.Equal(wantStart) {
+			t.Errorf("run %d: a started at %v, want %v (its own claim)", i, got.StartedAt, wantStart)
+		}
+		if i < 3 || i == skipped {
+			all, err := st.AttemptList(c, ids[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var atts []persistence.Attempt
+			for _, a := range all {
+				if a.Step == "a" {
+					atts = append(atts, a)
+				}
+			}
+			wantWorker := map[string]string{"fa": "w1", "fb": "w3"}[fence(i)]
+			if len(atts) != 1 || atts[0].Worker != wantWorker || !atts[0].StartedAt.Equal(wantStart) || atts[0].FinishedAt == nil {
+				t.Errorf("run %d: attempts of a %+v, want one by %s started at %v, finished", i, atts, wantWorker, wantStart)
+			}
 		}
 		if want := persistence.StepSucceeded; i == skipped {
 			if got.Status != persistence.StepSkipped {
