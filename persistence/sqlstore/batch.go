@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -670,8 +671,8 @@ func (s *Store) stepWriteArgs(r *stepRow) []any {
 type stepSet struct {
 	status                                          string
 	attempt, pendingDeps                            int
-	fence, worker, err                              string
-	hasErr                                          bool
+	fence, worker                                   string
+	err                                             sql.NullString
 	lease, next, queued, started, finished, claimed int64 // Unix µs, noTime for NULL
 	updated                                         int64
 }
@@ -688,7 +689,7 @@ func micros(t nullTime) int64 {
 func setOf(r *stepRow) stepSet {
 	return stepSet{
 		status: r.Status, attempt: r.Attempt, pendingDeps: r.PendingDeps,
-		fence: r.Fence, worker: r.Worker, err: r.Error.String, hasErr: r.Error.Valid,
+		fence: r.Fence, worker: r.Worker, err: r.Error,
 		lease: micros(r.LeaseExpiresAt), next: micros(r.NextAttemptAt), queued: micros(r.QueuedAt),
 		started: micros(r.StartedAt), finished: micros(r.FinishedAt), claimed: micros(r.ClaimedAt),
 		updated: r.UpdatedAt.T.UnixMicro(),
@@ -714,52 +715,29 @@ type stepChange struct {
 func changeOf(was stepWas, now stepSet, output bool) stepChange {
 	c := stepChange{output: output}
 	o := was.stepSet
-	bit := func(i int, differs bool) bool {
-		if differs {
-			c.mask |= 1 << i
-		}
-		return differs
-	}
-	if bit(0, o.status != now.status) {
-		c.v.status = now.status
-	}
-	if bit(1, o.attempt != now.attempt) {
-		c.v.attempt = now.attempt
-	}
-	if bit(2, o.pendingDeps != now.pendingDeps) {
-		c.v.pendingDeps = now.pendingDeps
-	}
-	if bit(3, o.fence != now.fence) {
-		c.v.fence = now.fence
-	}
-	if bit(4, o.lease != now.lease) {
-		c.v.lease = now.lease
-	}
-	if bit(5, o.next != now.next) {
-		c.v.next = now.next
-	}
-	if bit(6, o.err != now.err || o.hasErr != now.hasErr) {
-		c.v.err, c.v.hasErr = now.err, now.hasErr
-	}
-	if bit(7, o.queued != now.queued) {
-		c.v.queued = now.queued
-	}
-	if bit(8, o.started != now.started) {
-		c.v.started = now.started
-	}
-	if bit(9, o.finished != now.finished) {
-		c.v.finished = now.finished
-	}
-	if bit(10, o.updated != now.updated) {
-		c.v.updated = now.updated
-	}
-	if bit(11, o.worker != now.worker) {
-		c.v.worker = now.worker
-	}
-	if bit(12, o.claimed != now.claimed) {
-		c.v.claimed = now.claimed
-	}
+	setIf(&c, 0, &c.v.status, o.status, now.status)
+	setIf(&c, 1, &c.v.attempt, o.attempt, now.attempt)
+	setIf(&c, 2, &c.v.pendingDeps, o.pendingDeps, now.pendingDeps)
+	setIf(&c, 3, &c.v.fence, o.fence, now.fence)
+	setIf(&c, 4, &c.v.lease, o.lease, now.lease)
+	setIf(&c, 5, &c.v.next, o.next, now.next)
+	setIf(&c, 6, &c.v.err, o.err, now.err)
+	setIf(&c, 7, &c.v.queued, o.queued, now.queued)
+	setIf(&c, 8, &c.v.started, o.started, now.started)
+	setIf(&c, 9, &c.v.finished, o.finished, now.finished)
+	setIf(&c, 10, &c.v.updated, o.updated, now.updated)
+	setIf(&c, 11, &c.v.worker, o.worker, now.worker)
+	setIf(&c, 12, &c.v.claimed, o.claimed, now.claimed)
 	return c
+}
+
+// setIf records in c that column i (of stepWriteCols) changes from was to
+// now, if it does.
+func setIf[T comparable](c *stepChange, i int, dst *T, was, now T) {
+	if was != now {
+		c.mask |= 1 << i
+		*dst = now
+	}
 }
 
 func (s *Store) nt(t nullTime) any {
