@@ -183,8 +183,9 @@ func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []a
 }
 
 // IndexedQueries returns the reconciler's and the listing queries with
-// arguments for the time now, exactly as the store builds them, so that
-// tests can EXPLAIN them.
+// arguments for the time now, and the grouped step writes of a completion
+// batch (named StepCompleteMany/...), exactly as the store builds them,
+// so that tests can EXPLAIN them.
 func (s *Store) IndexedQueries(now time.Time) []Query {
 	due := persistence.ListDueParams{Before: now, Limit: 100}
 	qs := []Query{s.runListDueQuery(due), s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now})}
