@@ -183,9 +183,9 @@ func (s *suite) testCompleteMany(t *testing.T, st persistence.Store) {
 // differ, alike or empty; a skip), and leaves a refused item's row alone.
 func (s *suite) testCompleteManyRows(t *testing.T, st persistence.Store) {
 	c := ctx(t)
-	// In key order: two empty outputs, 80 that differ, 150 alike but one, a skip
-	// and a refusal. Rows with differing outputs are written in bounded
-	// pieces, and the alike ones in one.
+	// In key order (version 7 ids grow): two empty outputs, 80 that
+	// differ, 150 alike but one, a skip and a refusal. Rows with differing
+	// outputs are written in bounded pieces, and the alike ones in one.
 	var outputs []string
 	outputs = append(outputs, "", "")
 	for i := range 80 {
