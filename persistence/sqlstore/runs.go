@@ -500,13 +500,22 @@ func (s *Store) insertRuns(ctx context.Context, q querier, plans []runPlan) erro
 // steps.
 func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 	runs := make([][]any, len(plans))
-	var steps [][]any
+	var steps, waiting [][]any
 	for i, plan := range plans {
 		r, md := plan.run, plan.metadata
 		runs[i] = []any{r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
 			nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
 			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt)}
 		for j, st := range plan.steps {
+			if st.Status == persistence.StepWaiting && st.Attempt == 0 && st.Fence == "" &&
+				st.LeaseExpiresAt == nil && st.QueuedAt == nil && st.StartedAt == nil {
+				// Most steps of a new run: attempt, fence, lease, start,
+				// worker and claim left to their column defaults (0, '',
+				// NULL), which is less for the server to parse.
+				waiting = append(waiting, []any{st.RunID, st.Step, plan.seqs[j], plan.run.Workflow, st.Queue, string(st.Status),
+					joinNames(st.Deps), joinNames(plan.dependents[j]), st.MaxAttempts, st.PendingDeps, s.t(st.UpdatedAt)})
+				continue
+			}
 			// attempt, fence, lease, started_at, worker and claimed_at
 			// are set for a root step claimed at create (RunCreateMany's
 			// ClaimRoots).
@@ -525,6 +534,8 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
 		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
 		worker, claimed_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)
+	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
+		max_attempts, pending_deps, updated_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", waiting)...)
 	return stmts
 }
 
