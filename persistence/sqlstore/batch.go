@@ -135,8 +135,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		var rows []stepRow
 		var rr []runRow
 		if err := s.selectSets(ctx, q,
-			rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE ` + pairWhere(len(keys)) +
-				` ORDER BY run_id, step` + s.d.ForUpdate, pairArgs(keys)},
+			rowSet{&rows, s.claimSelectSQL(len(keys)), pairArgs(keys)},
 			rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
 		); err != nil {
 			return err
@@ -202,10 +201,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			return nil
 		}
 		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)}
-		upd := stmt{`UPDATE step_runs SET status = ?, attempt = attempt + 1, fence = ?,
-			lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
-			worker = ?, claimed_at = ?
-			WHERE ` + pairWhere(len(claimed)), append(args, pairArgs(claimed)...)}
+		upd := stmt{s.claimUpdateSQL(len(claimed)), append(args, pairArgs(claimed)...)}
 		// The writes go with the next query on MySQL.
 		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
@@ -272,6 +268,20 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		return nil, wrap("step claim", err)
 	}
 	return out, nil
+}
+
+// claimSelectSQL reads and locks n steps by key, for pairArgs.
+func (s *Store) claimSelectSQL(n int) string {
+	return `SELECT ` + stepCols + ` FROM step_runs` + s.d.ByPrimaryKey + ` WHERE ` + s.keyIn(n) +
+		` ORDER BY run_id, step` + s.d.ForUpdate
+}
+
+// claimUpdateSQL claims n steps by key: its arguments are the status,
+// fence, lease, start, update time, worker and claim time, then pairArgs.
+func (s *Store) claimUpdateSQL(n int) string {
+	return `UPDATE step_runs` + s.d.ByPrimaryKey + ` SET status = ?, attempt = attempt + 1, fence = ?,
+		lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
+		worker = ?, claimed_at = ? WHERE ` + s.keyIn(n)
 }
 
 // StepCompleteMany implements persistence.Store.
@@ -369,9 +379,12 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		lastOfRun := map[string]int{}
 		// The batch writes at one instant, the latest of its items' (so
 		// that the rows it writes alike share a statement: writeSteps).
+		holds := func(p persistence.StepCompleteParams, r *stepRow) bool {
+			return p.Fence != "" && r.Fence == p.Fence && r.Status == string(persistence.StepRunning)
+		}
 		var now time.Time
 		for i, p := range ps {
-			if r := byKey[stepKey{p.RunID, p.Step}]; out[i].Err == nil && r != nil && p.Fence != "" && r.Fence == p.Fence {
+			if r := byKey[stepKey{p.RunID, p.Step}]; out[i].Err == nil && r != nil && holds(p, r) {
 				if n := norm(p.Now); n.After(now) {
 					now = n
 				}
@@ -387,7 +400,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
 				continue
 			}
-			if p.Fence == "" || r.Fence != p.Fence || r.Status != string(persistence.StepRunning) {
+			if !holds(p, r) {
 				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, p.RunID, p.Step)
 				continue
 			}

@@ -23,11 +23,11 @@ type Dialect struct {
 	// about to change (" FOR UPDATE"); empty where the database locks
 	// whole transactions instead.
 	ForUpdate string
-	// ByPrimaryKey follows the table name of an UPDATE that names its rows
-	// by primary key (" FORCE INDEX (PRIMARY)"), so that it reads just
-	// them whatever the table's statistics say: a planner that takes the
-	// table for small (a new one, or stale statistics) may otherwise scan
-	// all of it. Empty where the planner needs no hint.
+	// ByPrimaryKey follows the table name of a statement that names its
+	// rows by primary key (" FORCE INDEX (PRIMARY)"), so that it reads
+	// (and locks) just them whatever the table's statistics say: a planner
+	// that takes the table for small (a new one, or stale statistics) may
+	// otherwise scan all of it. Empty where the planner needs no hint.
 	ByPrimaryKey string
 	// RowValueIn: "(a, b) IN ((?, ?), ...)" is read through an index on
 	// (a, b) (MySQL 5.7+, MariaDB). Pairs are otherwise matched by an OR

@@ -183,9 +183,10 @@ func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []a
 }
 
 // IndexedQueries returns the reconciler's and the listing queries with
-// arguments for the time now, and the grouped step writes of a completion
-// batch (named StepCompleteMany/...), exactly as the store builds them,
-// so that tests can EXPLAIN them.
+// arguments for the time now, and the statements of claim and completion
+// batches that name steps by key (named StepClaimMany/... and
+// StepCompleteMany/...), exactly as the store builds them, so that tests
+// can EXPLAIN them.
 func (s *Store) IndexedQueries(now time.Time) []Query {
 	due := persistence.ListDueParams{Before: now, Limit: 100}
 	qs := []Query{s.runListDueQuery(due), s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now})}
@@ -220,8 +221,9 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 		q, args, _, _ := s.stepListDeadQuery(c.p)
 		qs = append(qs, Query{Name: c.name, SQL: q, Args: args})
 	}
-	// The grouped writes of a completion batch (writeSteps): many rows
-	// written alike, and some whose outputs differ.
+	// The statements that name steps by key: a claim batch's read and
+	// write, and the grouped writes of a completion batch (writeSteps):
+	// many rows written alike, and some whose outputs differ.
 	byKey := map[stepKey]*stepRow{}
 	var keys []stepKey
 	for i := range 300 {
@@ -230,6 +232,10 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 			FinishedAt: nullTime{T: now, Valid: true}, Output: []byte(fmt.Sprintf(`{"n":%d}`, i%2))}
 		keys = append(keys, k)
 	}
+	t := s.t(now)
+	qs = append(qs, Query{Name: "StepClaimMany/select", SQL: s.claimSelectSQL(len(keys)), Args: pairArgs(keys)},
+		Query{Name: "StepClaimMany/update", SQL: s.claimUpdateSQL(len(keys)),
+			Args: append([]any{string(persistence.StepRunning), "f", t, t, t, "w", t}, pairArgs(keys)...)})
 	done := stepChange{mask: 1<<0 | 1<<9 | 1<<10, output: true} // status, finished_at, updated_at
 	for i, st := range s.groupUpdates(byKey, done, keys) {
 		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/update%d", i), SQL: st.query, Args: st.args})
