@@ -161,3 +161,52 @@ func TestOpenForcesSessionSettings(t *testing.T) {
 		t.Error("Open with no database succeeded")
 	}
 }
+
+// TestMigrateWaitsForTheLock: while another session holds the database's
+// migration lock, Migrate waits and, when its context ends first, fails
+// with an error naming the lock, having touched nothing; once the lock is
+// free it migrates.
+func TestMigrateWaitsForTheLock(t *testing.T) {
+	dsn := testenv.MySQLDatabase(t)
+	ctx := context.Background()
+	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var got int
+	if err := holder.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('dagflow_migrate:', DATABASE()), 0)").Scan(&got); err != nil || got != 1 {
+		t.Fatalf("taking the migration lock: %d, %v", got, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err = mysql.Migrate(short, dsn)
+	if err == nil || !strings.Contains(err.Error(), "migration lock") {
+		t.Fatalf("Migrate while the lock is held: %v, want an error naming the migration lock", err)
+	}
+	tables := func() int {
+		t.Helper()
+		var n int
+		if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := tables(); n != 0 {
+		t.Errorf("a migration that never got the lock created %d tables", n)
+	}
+	if _, err := holder.ExecContext(ctx, "SELECT RELEASE_LOCK(CONCAT('dagflow_migrate:', DATABASE()))"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mysql.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("Migrate once the lock is free: %v", err)
+	}
+	if !strings.Contains(schemaDump(t, s.DB()), "CREATE TABLE `step_runs`") {
+		t.Error("no step_runs table after the migration")
+	}
+}
