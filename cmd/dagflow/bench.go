@@ -413,6 +413,37 @@ type phaseResult struct {
 	// that released them, by the transaction that created their run.
 	viaQueue, atRelease, atCreate float64
 	triggerLate                   int // fixed rate only: triggers started over 10ms late
+	// cpu is where the phase started on the CPU clocks; procCPU is this
+	// process's CPU time over the phase, machineBusy the busy share of
+	// all the machine's CPUs (nil where not measured).
+	cpu         cpuMark
+	procCPU     time.Duration
+	machineBusy *float64
+}
+
+// cpuMark is a reading of this process's CPU time and the machine's CPU
+// clocks.
+type cpuMark struct {
+	proc        time.Duration
+	busy, total uint64
+	ok          bool
+}
+
+func markCPU() cpuMark {
+	m := cpuMark{proc: cpuTime()}
+	m.busy, m.total, m.ok = machineCPU()
+	return m
+}
+
+// since returns this process's CPU time since m and the busy share of
+// the machine's CPUs since m (nil when it cannot be read).
+func (m cpuMark) since() (time.Duration, *float64) {
+	now := markCPU()
+	proc := now.proc - m.proc
+	if !m.ok || !now.ok || now.total <= m.total {
+		return proc, nil
+	}
+	return proc, ptr(round3(float64(now.busy-m.busy) / float64(now.total-m.total)))
 }
 
 func (p phaseResult) seconds() float64 { return p.end.Sub(p.start).Seconds() }
@@ -425,7 +456,7 @@ func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
 	rec := &recorder{}
 	b.rec.Store(rec)
 	base := b.eng.Stats()
-	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, start: time.Now()}
+	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, cpu: markCPU(), start: time.Now()}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, b.cfg.triggers)
@@ -488,7 +519,7 @@ func (b *bench) openLoop(ctx context.Context, rate float64, d time.Duration) (ph
 	base := b.eng.Stats()
 	n := max(int(rate*d.Seconds()), 1)
 	interval := time.Duration(float64(time.Second) / rate)
-	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, start: time.Now()}
+	p := phaseResult{ids: make([]string, n), rec: rec, runs: n, cpu: markCPU(), start: time.Now()}
 	var wg sync.WaitGroup
 	var late atomic.Int64
 	errs := make(chan error, n)
@@ -544,6 +575,7 @@ func (b *bench) finish(ctx context.Context, p *phaseResult, base engine.Stats) e
 		return err
 	}
 	p.end = end
+	p.procCPU, p.machineBusy = p.cpu.since()
 	p.failed = b.failures(base)
 	p.claimBatch, p.commitBatch = b.batchSizes(base)
 	p.viaQueue, p.atRelease, p.atCreate = b.claimPaths(base)

@@ -68,6 +68,9 @@ type benchResult struct {
 	RunP50Ms              *float64 `json:"run_p50_ms"`
 	RunP90Ms              *float64 `json:"run_p90_ms"`
 	RunP99Ms              *float64 `json:"run_p99_ms"`
+	// MachineCPUBusy is the busy share of all the machine's CPUs over the
+	// full-load phase (servers on the same machine included; Linux only).
+	MachineCPUBusy *float64 `json:"machine_cpu_busy"`
 
 	// Fixed offered rate (--rate), open loop, for --duration.
 	RateOfferedRunsPerS       *float64 `json:"rate_offered_runs_per_s"`
@@ -86,6 +89,11 @@ type benchResult struct {
 	RateRunP50Ms              *float64 `json:"rate_run_p50_ms"`
 	RateRunP90Ms              *float64 `json:"rate_run_p90_ms"`
 	RateRunP99Ms              *float64 `json:"rate_run_p99_ms"`
+	// The same for the fixed-rate phase, and this process's CPU per 1,000
+	// of its steps: how busy the machine was at that rate, and what a
+	// step cost when batches are small.
+	RateMachineCPUBusy         *float64 `json:"rate_machine_cpu_busy"`
+	RateCPUSecondsPer1000Steps *float64 `json:"rate_cpu_s_per_1000_steps"`
 
 	// Server counters over the full-load window, per step. MySQL's are
 	// global: other clients of a shared server add to them.
@@ -179,6 +187,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
 	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
 	r.CPUSecondsPer1000Steps = (after.cpu - before.cpu).Seconds() / (steps / 1000)
+	r.MachineCPUBusy = p.machineBusy
 	if before.mysql != nil {
 		d := func(name string) float64 { return float64(after.mysql[name] - before.mysql[name]) }
 		r.MySQLCountersPerStep = map[string]float64{}
@@ -228,6 +237,10 @@ func (r *benchResult) setRate(offered float64, p phaseResult) {
 	r.RateAchievedRunsPerS = ptr(p.runsPerSecond())
 	r.RateLateTriggers = &p.triggerLate
 	r.RateErrors = &p.failed
+	r.RateMachineCPUBusy = p.machineBusy
+	if p.procCPU > 0 {
+		r.RateCPUSecondsPer1000Steps = ptr(p.procCPU.Seconds() / (float64(p.runs*len(orderSteps)) / 1000))
+	}
 }
 
 func (r *benchResult) setProcess() {
@@ -292,14 +305,15 @@ func printBenchTable(w io.Writer, r *benchResult) {
 	fmt.Fprintln(tw, "  \t\t")
 	row("FULL LOAD", fmt.Sprintf("%d runs in %.2f s", r.Runs, r.Seconds), "closed loop: triggers as fast as they return")
 	row("throughput", fmt.Sprintf("%.1f runs/s, %.1f steps/s", r.RunsPerS, r.StepsPerS), "first trigger -> last step committed")
-	row("dispatch p50/p90/p99", ms(r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms)+" ms", fmt.Sprintf("step queued (store time) -> handler start; %d runs sampled", r.SampledRuns))
+	row("dispatch p50/p90/p99", ms(r.DispatchP50Ms, r.DispatchP90Ms, r.DispatchP99Ms)+" ms", fmt.Sprintf("step ready -> handler start; %d runs sampled", r.SampledRuns))
 	row("  root / released p50, p99", pair(r.DispatchRootP50Ms, r.DispatchRootP99Ms)+" / "+pair(r.DispatchReleasedP50Ms, r.DispatchReleasedP99Ms)+" ms",
-		"root steps (queued by the create transaction) / steps released by their upstream's completion")
+		"root (ready: queued by its run's create transaction) / released (ready: last upstream handler returned)")
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
 	row("group commit", fmt.Sprintf("%.1f / %.1f", r.ClaimBatch, r.CommitBatch), "steps per claim / per completion transaction")
 	row("claimed", fmt.Sprintf("%.0f%% / %.0f%% / %.0f%%", 100*r.ClaimedViaQueue, 100*r.ClaimedAtRelease, 100*r.ClaimedAtCreate),
 		"via the queue / at release / at create")
+	row("machine CPU busy", pct(r.MachineCPUBusy), busyNote)
 	if r.RateOfferedRunsPerS != nil {
 		fmt.Fprintln(tw, "  \t\t")
 		row("FIXED RATE", fmt.Sprintf("%.1f runs/s offered, %d runs", *r.RateOfferedRunsPerS, *r.RateRuns), "open loop: one trigger per tick, not waiting for earlier ones")
@@ -308,6 +322,8 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		row("  root / released p50, p99", pair(r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms)+" / "+pair(r.RateDispatchReleasedP50Ms, r.RateDispatchReleasedP99Ms)+" ms", "")
 		row("run p50/p90/p99", ms(r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms)+" ms", "")
 		row("errors", fmt.Sprint(*r.RateErrors), "")
+		row("machine CPU busy", pct(r.RateMachineCPUBusy), busyNote)
+		row("CPU", f(r.RateCPUSecondsPer1000Steps, "%.3f s per 1,000 steps"), cpuNote(r.Backend))
 	}
 	fmt.Fprintln(tw, "  \t\t")
 	row("PER STEP (full load)", "", "")
@@ -334,6 +350,17 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		row("Redis memory", fmt.Sprintf("%.1f B per queued step", *r.RedisBytesPerQueuedStep), fmt.Sprintf("sum of MEMORY USAGE over the prefix: %d bytes", *r.BacklogRedisBytes))
 	}
 	tw.Flush()
+}
+
+// busyNote explains the machine CPU busy rows.
+const busyNote = "all CPUs of this machine, servers on it included (/proc/stat)"
+
+// pct formats a share as a percentage, "-" when not measured.
+func pct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100**v)
 }
 
 func cpuNote(backend string) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,23 @@ func positive(t *testing.T, res map[string]any, keys ...string) {
 	}
 }
 
+// machineBusy checks shares of the machine's CPUs: in (0, 1] on Linux,
+// where /proc/stat is read, null elsewhere.
+func machineBusy(t *testing.T, res map[string]any, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if runtime.GOOS != "linux" {
+			if res[k] != nil {
+				t.Errorf("%s = %v, want null off Linux", k, res[k])
+			}
+			continue
+		}
+		if v, ok := res[k].(float64); !ok || v <= 0 || v > 1 {
+			t.Errorf("%s = %v, want a share in (0, 1]", k, res[k])
+		}
+	}
+}
+
 // The keys every JSON line has, measured or null.
 var benchKeys = []string{
 	"backend", "commit", "commit_source", "runs", "workers", "history", "seconds", "runs_per_s", "steps_per_s", "errors",
@@ -63,6 +81,7 @@ var benchKeys = []string{
 	"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 	"backlog_steps", "peak_rss_mib", "cpu_s_per_1000_steps", "database", "redis_prefix",
 	"steps_per_claim_tx", "steps_per_complete_tx", "claimed_via_queue", "claimed_at_release", "claimed_at_create",
+	"machine_cpu_busy", "rate_machine_cpu_busy", "rate_cpu_s_per_1000_steps",
 }
 
 func TestBenchEmbedded(t *testing.T) {
@@ -76,14 +95,15 @@ func TestBenchEmbedded(t *testing.T) {
 	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p99_ms", "run_p50_ms",
 		"run_p99_ms", "rate_achieved_runs_per_s", "rate_run_p99_ms", "redis_round_trips_per_step",
 		"peak_rss_mib", "cpu_s_per_1000_steps", "dispatch_root_p99_ms", "dispatch_released_p99_ms",
-		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms")
+		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms", "rate_cpu_s_per_1000_steps")
+	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if res["errors"] != 0.0 || res["backend"] != "embedded" || res["mysql_round_trips_per_step"] != nil {
 		t.Errorf("errors %v, backend %v, mysql %v", res["errors"], res["backend"], res["mysql_round_trips_per_step"])
 	}
 	if sp, rp := res["steps_per_s"].(float64), res["runs_per_s"].(float64); sp < 3.99*rp || sp > 4.01*rp {
 		t.Errorf("steps/s %v is not 4 x runs/s %v", sp, rp)
 	}
-	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "root / released p50, p99", "Redis round trips"} {
+	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "root / released p50, p99", "Redis round trips", "machine CPU busy"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -116,7 +136,8 @@ func TestBenchMySQL(t *testing.T) {
 		"run_p50_ms", "run_p99_ms", "rate_offered_runs_per_s", "rate_run_p50_ms", "rate_dispatch_p99_ms",
 		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
-		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps")
+		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps", "rate_cpu_s_per_1000_steps")
+	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if v, ok := res["history_settle_seconds"].(float64); !ok || v < 0 {
 		t.Errorf("history_settle_seconds = %v, want a duration", res["history_settle_seconds"])
 	}
