@@ -179,19 +179,26 @@ func TestBatchWritesUseKeyOnSmallTables(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE step_runs"); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, one := 0, 0
 	for _, q := range s.IndexedQueries(now) {
 		if !strings.HasPrefix(q.Name, "StepCompleteMany/") && !strings.HasPrefix(q.Name, "StepClaimMany/") {
 			continue
 		}
 		n++
+		if strings.Contains(q.Name, "one") {
+			one++
+		}
 		for _, r := range explain(t, s.DB(), q.SQL, q.Args) {
-			if r["type"] != "range" || r["key"] != "PRIMARY" {
+			// const: a SELECT of one key.
+			if (r["type"] != "range" && r["type"] != "const") || r["key"] != "PRIMARY" {
 				t.Errorf("%s: type=%s key=%s rows=%s over %d rows, want a range of the primary key", q.Name, r["type"], r["key"], r["rows"], 400)
 			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("no StepClaimMany or StepCompleteMany queries to explain")
+	// Statements naming a single step are planned apart: MariaDB scans
+	// the whole primary key for an UPDATE whose WHERE is an IN of one
+	// row value.
+	if n == 0 || one < 3 {
+		t.Fatalf("%d StepClaimMany or StepCompleteMany queries to explain, %d of one step; want some, and at least 3 of one step", n, one)
 	}
 }

@@ -29,9 +29,11 @@ type Dialect struct {
 	// that takes the table for small (a new one, or stale statistics) may
 	// otherwise scan all of it. Empty where the planner needs no hint.
 	ByPrimaryKey string
-	// RowValueIn: "(a, b) IN ((?, ?), ...)" is read through an index on
-	// (a, b) (MySQL 5.7+, MariaDB). Pairs are otherwise matched by an OR
-	// of ANDs, which costs the server time quadratic in their number.
+	// RowValueIn: "(a, b) IN ((?, ?), ...)" of two or more pairs is read
+	// through an index on (a, b) (MySQL 5.7+, MariaDB; for one pair
+	// MariaDB scans, so one is always "a = ? AND b = ?"). Pairs are
+	// otherwise matched by an OR of ANDs, which costs the server time
+	// quadratic in their number.
 	RowValueIn bool
 	// SerializeWrites makes the Store run one write transaction at a time
 	// in this process (SQLite allows one writer per database).
