@@ -34,6 +34,8 @@ type counters struct {
 	claimItems       atomic.Int64
 	commitBatches    atomic.Int64
 	commitItems      atomic.Int64
+	createBatches    atomic.Int64
+	createItems      atomic.Int64
 	claimedAtRelease atomic.Int64
 	claimedAtCreate  atomic.Int64
 }
@@ -58,6 +60,9 @@ type Stats struct {
 	// Items per batch is the group commit's effect.
 	ClaimBatches, ClaimItems   int64
 	CommitBatches, CommitItems int64
+	// CreateBatches and CreateItems count the transactions that created
+	// runs for Trigger calls, and the runs they created together.
+	CreateBatches, CreateItems int64
 	// ClaimedAtRelease counts steps claimed by the transaction that
 	// released them and run on this node without a trip through Redis.
 	ClaimedAtRelease int64
@@ -81,6 +86,7 @@ func (e *Engine) Stats() Stats {
 		Reconciled: c.reconciled.Load(), Errors: c.errors.Load(), InFlight: n,
 		ClaimBatches: c.claimBatches.Load(), ClaimItems: c.claimItems.Load(),
 		CommitBatches: c.commitBatches.Load(), CommitItems: c.commitItems.Load(),
+		CreateBatches: c.createBatches.Load(), CreateItems: c.createItems.Load(),
 		ClaimedAtRelease: c.claimedAtRelease.Load(), ClaimedAtCreate: c.claimedAtCreate.Load(),
 	}
 }
