@@ -408,6 +408,7 @@ type phaseResult struct {
 	failed      int64   // engine errors, failed or dead steps during the phase
 	claimBatch  float64 // steps per claim transaction
 	commitBatch float64 // steps per completion transaction
+	createBatch float64 // runs per creation transaction
 	// Where the phase's steps were claimed, as fractions of its steps:
 	// after a trip through Redis (claim transaction), by the completion
 	// that released them, by the transaction that created their run.
@@ -485,8 +486,8 @@ func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {
 }
 
 // batchSizes returns the steps per claim and per completion transaction
-// since base.
-func (b *bench) batchSizes(base engine.Stats) (claim, commit float64) {
+// and the runs per creation transaction since base.
+func (b *bench) batchSizes(base engine.Stats) (claim, commit, create float64) {
 	st := b.eng.Stats()
 	if n := st.ClaimBatches - base.ClaimBatches; n > 0 {
 		claim = float64(st.ClaimItems-base.ClaimItems) / float64(n)
@@ -494,7 +495,10 @@ func (b *bench) batchSizes(base engine.Stats) (claim, commit float64) {
 	if n := st.CommitBatches - base.CommitBatches; n > 0 {
 		commit = float64(st.CommitItems-base.CommitItems) / float64(n)
 	}
-	return claim, commit
+	if n := st.CreateBatches - base.CreateBatches; n > 0 {
+		create = float64(st.CreateItems-base.CreateItems) / float64(n)
+	}
+	return claim, commit, create
 }
 
 // claimPaths returns how the steps started since base were claimed, as
@@ -577,7 +581,7 @@ func (b *bench) finish(ctx context.Context, p *phaseResult, base engine.Stats) e
 	p.end = end
 	p.procCPU, p.machineBusy = p.cpu.since()
 	p.failed = b.failures(base)
-	p.claimBatch, p.commitBatch = b.batchSizes(base)
+	p.claimBatch, p.commitBatch, p.createBatch = b.batchSizes(base)
 	p.viaQueue, p.atRelease, p.atCreate = b.claimPaths(base)
 	return nil
 }

@@ -50,6 +50,7 @@ type benchResult struct {
 	// Steps per claim and per completion transaction (the group commit).
 	ClaimBatch  float64 `json:"steps_per_claim_tx"`
 	CommitBatch float64 `json:"steps_per_complete_tx"`
+	CreateBatch float64 `json:"runs_per_create_tx"`
 	// Fractions of the full-load steps claimed through the queue, at
 	// release and at create.
 	ClaimedViaQueue  float64  `json:"claimed_via_queue"`
@@ -92,6 +93,8 @@ type benchResult struct {
 	// The same for the fixed-rate phase, and this process's CPU per 1,000
 	// of its steps: how busy the machine was at that rate, and what a
 	// step cost when batches are small.
+	RateRunsPerCreateTx        *float64 `json:"rate_runs_per_create_tx"`
+	RateStepsPerCompleteTx     *float64 `json:"rate_steps_per_complete_tx"`
 	RateMachineCPUBusy         *float64 `json:"rate_machine_cpu_busy"`
 	RateCPUSecondsPer1000Steps *float64 `json:"rate_cpu_s_per_1000_steps"`
 
@@ -182,7 +185,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	r.RunsPerS = p.runsPerSecond()
 	r.StepsPerS = steps / p.seconds()
 	r.Errors = p.failed
-	r.ClaimBatch, r.CommitBatch = p.claimBatch, p.commitBatch
+	r.ClaimBatch, r.CommitBatch, r.CreateBatch = p.claimBatch, p.commitBatch, p.createBatch
 	r.ClaimedViaQueue, r.ClaimedAtRelease, r.ClaimedAtCreate = p.viaQueue, p.atRelease, p.atCreate
 	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
 	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
@@ -238,6 +241,7 @@ func (r *benchResult) setRate(offered float64, p phaseResult) {
 	r.RateLateTriggers = &p.triggerLate
 	r.RateErrors = &p.failed
 	r.RateMachineCPUBusy = p.machineBusy
+	r.RateRunsPerCreateTx, r.RateStepsPerCompleteTx = ptr(p.createBatch), ptr(p.commitBatch)
 	if p.procCPU > 0 {
 		r.RateCPUSecondsPer1000Steps = ptr(p.procCPU.Seconds() / (float64(p.runs*len(orderSteps)) / 1000))
 	}
@@ -310,7 +314,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		"root (ready: queued by its run's create transaction) / released (ready: last upstream handler returned)")
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
-	row("group commit", fmt.Sprintf("%.1f / %.1f", r.ClaimBatch, r.CommitBatch), "steps per claim / per completion transaction")
+	row("group commit", fmt.Sprintf("%.1f / %.1f / %.1f", r.ClaimBatch, r.CommitBatch, r.CreateBatch), "steps per claim / per completion transaction, runs per creation transaction")
 	row("claimed", fmt.Sprintf("%.0f%% / %.0f%% / %.0f%%", 100*r.ClaimedViaQueue, 100*r.ClaimedAtRelease, 100*r.ClaimedAtCreate),
 		"via the queue / at release / at create")
 	row("machine CPU busy", pct(r.MachineCPUBusy), busyNote)
@@ -322,6 +326,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		row("  root / released p50, p99", pair(r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms)+" / "+pair(r.RateDispatchReleasedP50Ms, r.RateDispatchReleasedP99Ms)+" ms", "")
 		row("run p50/p90/p99", ms(r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms)+" ms", "")
 		row("errors", fmt.Sprint(*r.RateErrors), "")
+		row("group commit", f(r.RateStepsPerCompleteTx, "%.1f")+" / "+f(r.RateRunsPerCreateTx, "%.1f"), "steps per completion transaction / runs per creation transaction")
 		row("machine CPU busy", pct(r.RateMachineCPUBusy), busyNote)
 		row("CPU", f(r.RateCPUSecondsPer1000Steps, "%.3f s per 1,000 steps"), cpuNote(r.Backend))
 	}

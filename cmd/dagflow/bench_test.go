@@ -82,6 +82,7 @@ var benchKeys = []string{
 	"backlog_steps", "peak_rss_mib", "cpu_s_per_1000_steps", "database", "redis_prefix",
 	"steps_per_claim_tx", "steps_per_complete_tx", "claimed_via_queue", "claimed_at_release", "claimed_at_create",
 	"machine_cpu_busy", "rate_machine_cpu_busy", "rate_cpu_s_per_1000_steps",
+	"runs_per_create_tx", "rate_runs_per_create_tx", "rate_steps_per_complete_tx",
 }
 
 func TestBenchEmbedded(t *testing.T) {
@@ -95,7 +96,8 @@ func TestBenchEmbedded(t *testing.T) {
 	positive(t, res, "runs_per_s", "steps_per_s", "dispatch_p50_ms", "dispatch_p99_ms", "run_p50_ms",
 		"run_p99_ms", "rate_achieved_runs_per_s", "rate_run_p99_ms", "redis_round_trips_per_step",
 		"peak_rss_mib", "cpu_s_per_1000_steps", "dispatch_root_p99_ms", "dispatch_released_p99_ms",
-		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms", "rate_cpu_s_per_1000_steps")
+		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms", "rate_cpu_s_per_1000_steps",
+		"runs_per_create_tx", "rate_runs_per_create_tx", "rate_steps_per_complete_tx")
 	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if res["errors"] != 0.0 || res["backend"] != "embedded" || res["mysql_round_trips_per_step"] != nil {
 		t.Errorf("errors %v, backend %v, mysql %v", res["errors"], res["backend"], res["mysql_round_trips_per_step"])
@@ -136,7 +138,8 @@ func TestBenchMySQL(t *testing.T) {
 		"run_p50_ms", "run_p99_ms", "rate_offered_runs_per_s", "rate_run_p50_ms", "rate_dispatch_p99_ms",
 		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
-		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps", "rate_cpu_s_per_1000_steps")
+		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps", "rate_cpu_s_per_1000_steps",
+		"runs_per_create_tx", "rate_runs_per_create_tx")
 	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if v, ok := res["history_settle_seconds"].(float64); !ok || v < 0 {
 		t.Errorf("history_settle_seconds = %v, want a duration", res["history_settle_seconds"])
