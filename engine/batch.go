@@ -472,41 +472,10 @@ func (e *Engine) createDirect(ctx context.Context, p persistence.RunCreateParams
 	return res, err
 }
 
-// createLinger: while Trigger calls arrive faster than two per
-// createLinger, a run-creation transaction waits until createLinger after
-// the previous one ended, so that the calls arriving meanwhile share it.
-// Without it, at a steady 1,300 runs/s each transaction carried one or
-// two runs, and their fixed costs (a round trip, a durable commit, the
-// wake-ups on both sides) kept the 2-core bench machine 77-85% busy. In
-// eight alternated pairs at that rate it was 71-76% busy with the wait
-// (lower in 8 of 8), and the engine had more room for the rest: dispatch
-// p99 median 33.5 -> 28.3 ms (lower in 6), run p50 median 20.7 -> 19.4
-// ms (lower in 6), dispatch p50 6.3 -> 5.8 ms; a root step's dispatch p50
-// rose by about 2 ms, the wait itself. A Trigger after a pause, or at a
-// lower rate, does not wait.
-const createLinger = 2 * time.Millisecond
-
-// lingerFor returns how long the next run-creation transaction should
-// wait for more Trigger calls: until linger after the previous
-// transaction ended (prevEnd), if the previous transaction's n calls
-// arrived over cycle (the time between its start and the start before
-// it) at more than two per linger; otherwise not at all.
-func lingerFor(now, prevEnd time.Time, cycle time.Duration, n int, linger time.Duration) time.Duration {
-	if prevEnd.IsZero() || n < 1 || cycle <= 0 || 2*cycle/time.Duration(n) > linger {
-		return 0
-	}
-	return max(linger-now.Sub(prevEnd), 0)
-}
-
 // triggerLoop creates the runs of waiting Trigger calls in batches until
 // stopTrigger is closed.
 func (e *Engine) triggerLoop() {
 	defer e.commitWG.Done()
-	// The previous transaction: when it started and ended, how many
-	// calls it took, and the time from the start before it to its start.
-	var prevStart, prevEnd time.Time
-	var prevCycle time.Duration
-	prevN := 0
 	for {
 		var first *triggerReq
 		select {
@@ -514,15 +483,6 @@ func (e *Engine) triggerLoop() {
 		case <-e.stopTrigger:
 			return
 		}
-		if wait := lingerFor(time.Now(), prevEnd, prevCycle, prevN, createLinger); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-e.stopTrigger:
-				t.Stop()
-			}
-		}
-		start := time.Now()
 		batch := []*triggerReq{first}
 	gather:
 		for len(batch) < maxCommitBatch {
@@ -546,10 +506,6 @@ func (e *Engine) triggerLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 		outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
 		cancel()
-		if !prevStart.IsZero() {
-			prevCycle = start.Sub(prevStart)
-		}
-		prevStart, prevEnd, prevN = start, time.Now(), len(batch)
 		if err != nil {
 			e.freeSlots(slots)
 			for _, r := range batch {
