@@ -586,6 +586,10 @@ func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]stepW
 	if len(single) == 0 {
 		return out
 	}
+	// The columns the upsert only inserts, then those it writes back.
+	cols := append([]string{"run_id", "step", "seq", "workflow", "queue", "deps", "dependents", "max_attempts", "comp_attempt"},
+		stepWriteCols...)
+	cols = append(cols, "output")
 	rows := make([][]any, len(single))
 	for i, k := range single { // in key order, as keys were
 		r := byKey[k]
@@ -593,10 +597,9 @@ func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]stepW
 			r.MaxAttempts, r.CompAttempt}, s.stepWriteArgs(r)...)
 		rows[i] = append(rows[i], nullBytes(r.Output))
 	}
-	return append(out, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, deps, dependents, max_attempts, comp_attempt, `+
-		strings.Join(stepWriteCols, ", ")+`, output) VALUES `,
-		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		s.d.Upsert([]string{"run_id", "step"}, append(slices.Clone(stepWriteCols), "output")), rows)...)
+	return append(out, valuesStmts(`INSERT INTO step_runs (`+strings.Join(cols, ", ")+`) VALUES `,
+		"("+in(len(cols))+")",
+		s.d.Upsert([]string{"run_id", "step"}, cols[len(cols)-len(stepWriteCols)-1:]), rows)...)
 }
 
 // groupUpdates returns the UPDATEs that make change c to the rows of keys,
