@@ -256,8 +256,13 @@ func TestTriggerFailureGivesSlotsBack(t *testing.T) {
 	}
 	id := env.Trigger(t, "order", map[string]int{"i": 2})
 	env.AssertRun(t, env.WaitTimeout(t, id, 30*time.Second), persistence.RunSucceeded)
-	if st := env.Engine.Stats(); st.ClaimedAtCreate != 1 {
+	st := env.Engine.Stats()
+	if st.ClaimedAtCreate != 1 {
 		t.Errorf("ClaimedAtCreate = %d, want 1: the slot the failed creations took was not given back (stats %+v)", st.ClaimedAtCreate, st)
+	}
+	// One creation transaction per call, the failed ones counted too.
+	if st.CreateBatches != 4 || st.CreateItems != 4 {
+		t.Errorf("CreateBatches, CreateItems = %d, %d; want 4, 4", st.CreateBatches, st.CreateItems)
 	}
 }
 
