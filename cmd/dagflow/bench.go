@@ -161,9 +161,10 @@ func stepIndex(name string) int {
 // was called and when each step's handler started and returned (unix ns;
 // 0 = not yet).
 type runRec struct {
-	trigger atomic.Int64
-	started [4]atomic.Int64
-	ended   [4]atomic.Int64
+	trigger  atomic.Int64 // Trigger called (unix ns)
+	returned atomic.Int64 // Trigger returned (unix ns)
+	started  [4]atomic.Int64
+	ended    [4]atomic.Int64
 }
 
 // recorder maps run ids to their records; handlers and triggers both
@@ -566,7 +567,9 @@ func (b *bench) trigger(ctx context.Context, p *phaseResult, i int) error {
 	if err != nil {
 		return err
 	}
-	p.rec.get(id).trigger.Store(t.UnixNano())
+	r := p.rec.get(id)
+	r.returned.Store(time.Now().UnixNano())
+	r.trigger.Store(t.UnixNano())
 	p.ids[i] = id
 	return nil
 }
@@ -647,6 +650,7 @@ type latencySample struct {
 	// transaction) and the steps its upstream's completion released.
 	root, released []time.Duration
 	run            []time.Duration // Trigger called -> run finished (store timestamp)
+	trigger        []time.Duration // Trigger called -> returned
 	runs           int
 }
 
@@ -688,6 +692,9 @@ func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, er
 				r := p.rec.get(id)
 				if t := r.trigger.Load(); t > 0 && run.FinishedAt != nil {
 					out.run = append(out.run, nonNegative(run.FinishedAt.Sub(time.Unix(0, t))))
+				}
+				if t, e := r.trigger.Load(), r.returned.Load(); t > 0 && e > 0 {
+					out.trigger = append(out.trigger, time.Duration(e-t))
 				}
 				for _, s := range sts {
 					k := stepIndex(s.Step)

@@ -69,6 +69,10 @@ type benchResult struct {
 	RunP50Ms              *float64 `json:"run_p50_ms"`
 	RunP90Ms              *float64 `json:"run_p90_ms"`
 	RunP99Ms              *float64 `json:"run_p99_ms"`
+	// The Trigger call itself: called -> returned (the run and its first
+	// steps stored).
+	TriggerP50Ms *float64 `json:"trigger_p50_ms"`
+	TriggerP99Ms *float64 `json:"trigger_p99_ms"`
 	// MachineCPUBusy is the busy share of all the machine's CPUs over the
 	// full-load phase (servers on the same machine included; Linux only).
 	MachineCPUBusy *float64 `json:"machine_cpu_busy"`
@@ -90,6 +94,8 @@ type benchResult struct {
 	RateRunP50Ms              *float64 `json:"rate_run_p50_ms"`
 	RateRunP90Ms              *float64 `json:"rate_run_p90_ms"`
 	RateRunP99Ms              *float64 `json:"rate_run_p99_ms"`
+	RateTriggerP50Ms          *float64 `json:"rate_trigger_p50_ms"`
+	RateTriggerP99Ms          *float64 `json:"rate_trigger_p99_ms"`
 	// The same for the fixed-rate phase, and this process's CPU per 1,000
 	// of its steps: how busy the machine was at that rate, and what a
 	// step cost when batches are small.
@@ -219,7 +225,9 @@ func (r *benchResult) setLatencies(l latencySample, phase string) {
 	r50, r90, r99 := percentileMs(l.run, 50), percentileMs(l.run, 90), percentileMs(l.run, 99)
 	o50, o99 := percentileMs(l.root, 50), percentileMs(l.root, 99)
 	e50, e99 := percentileMs(l.released, 50), percentileMs(l.released, 99)
+	t50, t99 := percentileMs(l.trigger, 50), percentileMs(l.trigger, 99)
 	if phase == "rate" {
+		r.RateTriggerP50Ms, r.RateTriggerP99Ms = t50, t99
 		r.RateSampledRuns = &l.runs
 		r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms = d50, d90, d99
 		r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms = o50, o99
@@ -232,6 +240,7 @@ func (r *benchResult) setLatencies(l latencySample, phase string) {
 	r.DispatchRootP50Ms, r.DispatchRootP99Ms = o50, o99
 	r.DispatchReleasedP50Ms, r.DispatchReleasedP99Ms = e50, e99
 	r.RunP50Ms, r.RunP90Ms, r.RunP99Ms = r50, r90, r99
+	r.TriggerP50Ms, r.TriggerP99Ms = t50, t99
 }
 
 func (r *benchResult) setRate(offered float64, p phaseResult) {
@@ -313,6 +322,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 	row("  root / released p50, p99", pair(r.DispatchRootP50Ms, r.DispatchRootP99Ms)+" / "+pair(r.DispatchReleasedP50Ms, r.DispatchReleasedP99Ms)+" ms",
 		"root (ready: queued by its run's create transaction) / released (ready: last upstream handler returned)")
 	row("run p50/p90/p99", ms(r.RunP50Ms, r.RunP90Ms, r.RunP99Ms)+" ms", "Trigger called -> run finished_at (store time)")
+	row("Trigger p50, p99", pair(r.TriggerP50Ms, r.TriggerP99Ms)+" ms", "Trigger called -> returned")
 	row("errors", fmt.Sprint(r.Errors), "engine errors + failed + dead steps")
 	row("group commit", fmt.Sprintf("%.1f / %.1f / %.1f", r.ClaimBatch, r.CommitBatch, r.CreateBatch), "steps per claim / per completion transaction, runs per creation transaction")
 	row("claimed", fmt.Sprintf("%.0f%% / %.0f%% / %.0f%%", 100*r.ClaimedViaQueue, 100*r.ClaimedAtRelease, 100*r.ClaimedAtCreate),
@@ -325,6 +335,7 @@ func printBenchTable(w io.Writer, r *benchResult) {
 		row("dispatch p50/p90/p99", ms(r.RateDispatchP50Ms, r.RateDispatchP90Ms, r.RateDispatchP99Ms)+" ms", fmt.Sprintf("%d runs sampled", *r.RateSampledRuns))
 		row("  root / released p50, p99", pair(r.RateDispatchRootP50Ms, r.RateDispatchRootP99Ms)+" / "+pair(r.RateDispatchReleasedP50Ms, r.RateDispatchReleasedP99Ms)+" ms", "")
 		row("run p50/p90/p99", ms(r.RateRunP50Ms, r.RateRunP90Ms, r.RateRunP99Ms)+" ms", "")
+		row("Trigger p50, p99", pair(r.RateTriggerP50Ms, r.RateTriggerP99Ms)+" ms", "")
 		row("errors", fmt.Sprint(*r.RateErrors), "")
 		row("group commit", f(r.RateStepsPerCompleteTx, "%.1f")+" / "+f(r.RateRunsPerCreateTx, "%.1f"), "steps per completion transaction / runs per creation transaction")
 		row("machine CPU busy", pct(r.RateMachineCPUBusy), busyNote)

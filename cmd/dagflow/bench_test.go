@@ -83,6 +83,7 @@ var benchKeys = []string{
 	"steps_per_claim_tx", "steps_per_complete_tx", "claimed_via_queue", "claimed_at_release", "claimed_at_create",
 	"machine_cpu_busy", "rate_machine_cpu_busy", "rate_cpu_s_per_1000_steps",
 	"runs_per_create_tx", "rate_runs_per_create_tx", "rate_steps_per_complete_tx",
+	"trigger_p50_ms", "trigger_p99_ms", "rate_trigger_p50_ms", "rate_trigger_p99_ms",
 }
 
 func TestBenchEmbedded(t *testing.T) {
@@ -97,7 +98,8 @@ func TestBenchEmbedded(t *testing.T) {
 		"run_p99_ms", "rate_achieved_runs_per_s", "rate_run_p99_ms", "redis_round_trips_per_step",
 		"peak_rss_mib", "cpu_s_per_1000_steps", "dispatch_root_p99_ms", "dispatch_released_p99_ms",
 		"rate_dispatch_root_p99_ms", "rate_dispatch_released_p99_ms", "rate_cpu_s_per_1000_steps",
-		"runs_per_create_tx", "rate_runs_per_create_tx", "rate_steps_per_complete_tx")
+		"runs_per_create_tx", "rate_runs_per_create_tx", "rate_steps_per_complete_tx",
+		"trigger_p50_ms", "trigger_p99_ms", "rate_trigger_p50_ms", "rate_trigger_p99_ms")
 	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if res["errors"] != 0.0 || res["backend"] != "embedded" || res["mysql_round_trips_per_step"] != nil {
 		t.Errorf("errors %v, backend %v, mysql %v", res["errors"], res["backend"], res["mysql_round_trips_per_step"])
@@ -105,7 +107,7 @@ func TestBenchEmbedded(t *testing.T) {
 	if sp, rp := res["steps_per_s"].(float64), res["runs_per_s"].(float64); sp < 3.99*rp || sp > 4.01*rp {
 		t.Errorf("steps/s %v is not 4 x runs/s %v", sp, rp)
 	}
-	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "root / released p50, p99", "Redis round trips", "machine CPU busy"} {
+	for _, want := range []string{"FULL LOAD", "FIXED RATE", "dispatch p50/p90/p99", "root / released p50, p99", "Redis round trips", "machine CPU busy", "Trigger p50, p99"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -139,7 +141,7 @@ func TestBenchMySQL(t *testing.T) {
 		"mysql_round_trips_per_step", "mysql_statements_per_step", "mysql_transactions_per_step",
 		"redis_round_trips_per_step", "redis_server_calls_per_step", "redis_bytes_per_queued_step",
 		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps", "rate_cpu_s_per_1000_steps",
-		"runs_per_create_tx", "rate_runs_per_create_tx")
+		"runs_per_create_tx", "rate_runs_per_create_tx", "trigger_p99_ms", "rate_trigger_p99_ms")
 	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
 	if v, ok := res["history_settle_seconds"].(float64); !ok || v < 0 {
 		t.Errorf("history_settle_seconds = %v, want a duration", res["history_settle_seconds"])
