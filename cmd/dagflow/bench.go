@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -12,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +43,7 @@ type benchConfig struct {
 	history    int
 	sample     int
 	cpuprofile string
+	latencyLog string
 	jsonOnly   bool
 	timeout    time.Duration
 }
@@ -98,6 +102,7 @@ func (c *benchConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.history, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
 	fs.IntVar(&c.sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
+	fs.StringVar(&c.latencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
 	fs.BoolVar(&c.jsonOnly, "json-only", false, "print only the JSON line")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
 }
@@ -241,9 +246,24 @@ func (b *bench) progress(format string, args ...any) {
 	fmt.Fprintf(b.stderr, "bench: "+format+"\n", args...)
 }
 
-func (b *bench) run(ctx context.Context) (*benchResult, error) {
+func (b *bench) run(ctx context.Context) (_ *benchResult, err error) {
 	cfg := b.cfg
 	res := newBenchResult(cfg, b.env)
+	var latLog *os.File
+	if cfg.latencyLog != "" {
+		// Created first, so that a bad path fails before the measurement.
+		if latLog, err = os.Create(cfg.latencyLog); err != nil {
+			return nil, fmt.Errorf("-latency-log: %w", err)
+		}
+		defer func() {
+			if cerr := latLog.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("-latency-log: %w", cerr)
+			}
+		}()
+		if _, err := fmt.Fprintln(latLog, "phase,step,ready_unix_ns,dispatch_us"); err != nil {
+			return nil, fmt.Errorf("-latency-log: %w", err)
+		}
+	}
 
 	if cfg.history > 0 {
 		b.progress("pre-filling %d finished runs", cfg.history)
@@ -366,6 +386,9 @@ func (b *bench) run(ctx context.Context) (*benchResult, error) {
 		return nil, err
 	}
 	res.setLatencies(lat, "")
+	if err := writeLatencyLog(latLog, "full", lat); err != nil {
+		return nil, err
+	}
 
 	if rate := cfg.rate.perSecond; rate > 0 || cfg.rate.percent > 0 {
 		if rate == 0 {
@@ -382,6 +405,9 @@ func (b *bench) run(ctx context.Context) (*benchResult, error) {
 		}
 		res.setRate(rate, rp)
 		res.setLatencies(rlat, "rate")
+		if err := writeLatencyLog(latLog, "rate", rlat); err != nil {
+			return nil, err
+		}
 	}
 	res.setProcess()
 	stop()
@@ -651,7 +677,37 @@ type latencySample struct {
 	root, released []time.Duration
 	run            []time.Duration // Trigger called -> run finished (store timestamp)
 	trigger        []time.Duration // Trigger called -> returned
-	runs           int
+	// events are the dispatch samples with their step and ready time,
+	// for --latency-log.
+	events []dispatchEvent
+	runs   int
+}
+
+// dispatchEvent is one step's dispatch: when it became ready (unix ns) and
+// how long until its handler started.
+type dispatchEvent struct {
+	step     string
+	ready    int64
+	dispatch time.Duration
+}
+
+// writeLatencyLog appends l's dispatch samples to f (when not nil) as CSV
+// lines of phase, step, ready time (unix ns) and dispatch latency (µs),
+// in order of ready time.
+func writeLatencyLog(f *os.File, phase string, l latencySample) error {
+	if f == nil {
+		return nil
+	}
+	ev := slices.Clone(l.events)
+	slices.SortFunc(ev, func(a, b dispatchEvent) int { return cmp.Compare(a.ready, b.ready) })
+	w := bufio.NewWriter(f)
+	for _, e := range ev {
+		fmt.Fprintf(w, "%s,%s,%d,%d\n", phase, e.step, e.ready, e.dispatch.Microseconds())
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("-latency-log: %w", err)
+	}
+	return nil
 }
 
 // latencies reads the steps of up to cfg.sample runs of p, spread evenly
@@ -709,12 +765,14 @@ func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, er
 						d := nonNegative(time.Unix(0, t).Sub(*s.QueuedAt))
 						out.dispatch = append(out.dispatch, d)
 						out.root = append(out.root, d)
+						out.events = append(out.events, dispatchEvent{s.Step, s.QueuedAt.UnixNano(), d})
 						continue
 					}
 					if ready, ok := readyAt(r, s.Deps); ok {
 						d := nonNegative(time.Duration(t - ready))
 						out.dispatch = append(out.dispatch, d)
 						out.released = append(out.released, d)
+						out.events = append(out.events, dispatchEvent{s.Step, ready, d})
 					}
 				}
 				out.runs++

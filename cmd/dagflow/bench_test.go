@@ -5,9 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +89,12 @@ var benchKeys = []string{
 }
 
 func TestBenchEmbedded(t *testing.T) {
+	latLog := filepath.Join(t.TempDir(), "latency.csv")
 	res, table := runBenchCmd(t, "--embedded", "--runs", "200", "--warmup", "20", "--workers", "16",
-		"--rate", "50", "--duration", "1s")
+		"--rate", "50", "--duration", "1s", "--latency-log", latLog)
+	checkLatencyLog(t, latLog, map[string]int{
+		"full": 4 * int(res["sampled_runs"].(float64)), "rate": 4 * int(res["rate_sampled_runs"].(float64)),
+	})
 	for _, k := range benchKeys {
 		if _, ok := res[k]; !ok {
 			t.Errorf("JSON line lacks %q", k)
@@ -115,6 +121,48 @@ func TestBenchEmbedded(t *testing.T) {
 	// The temporary SQLite file and its directory are gone.
 	if _, err := os.Stat(filepath.Dir(res["database"].(string))); !os.IsNotExist(err) {
 		t.Errorf("the bench left %s behind (%v)", res["database"], err)
+	}
+}
+
+// checkLatencyLog checks a --latency-log file: its header, then per phase
+// the wanted number of lines of a known step, in order of ready time,
+// with a latency that is not negative.
+func checkLatencyLog(t *testing.T, path string, want map[string]int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if lines[0] != "phase,step,ready_unix_ns,dispatch_us" {
+		t.Fatalf("latency log header %q", lines[0])
+	}
+	got := map[string]int{}
+	last := map[string]int64{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != 4 || stepIndex(f[1]) < 0 {
+			t.Fatalf("latency log line %q", l)
+		}
+		ready, err1 := strconv.ParseInt(f[2], 10, 64)
+		us, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil || us < 0 || ready < last[f[0]] {
+			t.Fatalf("latency log line %q (previous ready %d)", l, last[f[0]])
+		}
+		last[f[0]] = ready
+		got[f[0]]++
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("latency log lines per phase %v, want %v", got, want)
+	}
+}
+
+func TestBenchLatencyLogBadPath(t *testing.T) {
+	var out, errb bytes.Buffer
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "latency.csv")
+	code := run(context.Background(), []string{"bench", "--embedded", "--runs", "10", "--warmup", "0", "--latency-log", bad}, &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "-latency-log") {
+		t.Errorf("exit %d, stderr %q: want a failure naming -latency-log", code, errb.String())
 	}
 }
 
