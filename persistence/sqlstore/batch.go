@@ -204,8 +204,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if len(claimed) == 0 {
 			return nil
 		}
-		args := []any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)}
-		upd := stmt{s.claimUpdateSQL(len(claimed)), append(args, pairArgs(claimed)...)}
+		upd := stmt{s.claimUpdateSQL(len(claimed)), s.claimUpdateArgs(fence, worker, lease, now, claimed)}
 		// The writes go with the next query on MySQL.
 		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
@@ -280,12 +279,17 @@ func (s *Store) claimSelectSQL(n int) string {
 		` ORDER BY run_id, step` + s.d.ForUpdate
 }
 
-// claimUpdateSQL claims n steps by key: its arguments are the status,
-// fence, lease, start, update time, worker and claim time, then pairArgs.
+// claimUpdateSQL claims n steps by key, with claimUpdateArgs.
 func (s *Store) claimUpdateSQL(n int) string {
 	return `UPDATE step_runs` + s.d.ByPrimaryKey + ` SET status = ?, attempt = attempt + 1, fence = ?,
 		lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
 		worker = ?, claimed_at = ? WHERE ` + s.keyIn(n)
+}
+
+// claimUpdateArgs are claimUpdateSQL's arguments for claiming keys at now.
+func (s *Store) claimUpdateArgs(fence, worker string, lease, now time.Time, keys []stepKey) []any {
+	return append([]any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)},
+		pairArgs(keys)...)
 }
 
 // StepCompleteMany implements persistence.Store.
@@ -587,9 +591,9 @@ func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]stepW
 		return out
 	}
 	// The columns the upsert only inserts, then those it writes back.
+	written := append(slices.Clone(stepWriteCols), "output")
 	cols := append([]string{"run_id", "step", "seq", "workflow", "queue", "deps", "dependents", "max_attempts", "comp_attempt"},
-		stepWriteCols...)
-	cols = append(cols, "output")
+		written...)
 	rows := make([][]any, len(single))
 	for i, k := range single { // in key order, as keys were
 		r := byKey[k]
@@ -599,7 +603,7 @@ func (s *Store) writeSteps(byKey map[stepKey]*stepRow, changed map[stepKey]stepW
 	}
 	return append(out, valuesStmts(`INSERT INTO step_runs (`+strings.Join(cols, ", ")+`) VALUES `,
 		"("+in(len(cols))+")",
-		s.d.Upsert([]string{"run_id", "step"}, cols[len(cols)-len(stepWriteCols)-1:]), rows)...)
+		s.d.Upsert([]string{"run_id", "step"}, written), rows)...)
 }
 
 // groupUpdates returns the UPDATEs that make change c to the rows of keys,

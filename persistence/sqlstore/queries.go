@@ -232,15 +232,12 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 			FinishedAt: nullTime{T: now, Valid: true}, Output: []byte(fmt.Sprintf(`{"n":%d}`, i%2))}
 		keys = append(keys, k)
 	}
-	t := s.t(now)
 	qs = append(qs, Query{Name: "StepClaimMany/select", SQL: s.claimSelectSQL(len(keys)), Args: pairArgs(keys)},
-		Query{Name: "StepClaimMany/update", SQL: s.claimUpdateSQL(len(keys)),
-			Args: append([]any{string(persistence.StepRunning), "f", t, t, t, "w", t}, pairArgs(keys)...)})
+		Query{Name: "StepClaimMany/update", SQL: s.claimUpdateSQL(len(keys)), Args: s.claimUpdateArgs("f", "w", now, now, keys)})
 	// One step: a claim of a lone dequeued task, and the last part of a
 	// group one row longer than a CASE takes.
 	qs = append(qs, Query{Name: "StepClaimMany/select-one", SQL: s.claimSelectSQL(1), Args: pairArgs(keys[:1])},
-		Query{Name: "StepClaimMany/update-one", SQL: s.claimUpdateSQL(1),
-			Args: append([]any{string(persistence.StepRunning), "f", t, t, t, "w", t}, pairArgs(keys[:1])...)})
+		Query{Name: "StepClaimMany/update-one", SQL: s.claimUpdateSQL(1), Args: s.claimUpdateArgs("f", "w", now, now, keys[:1])})
 	done := stepChange{mask: 1<<0 | 1<<9 | 1<<10, output: true} // status, finished_at, updated_at
 	for i, st := range s.groupUpdates(byKey, done, keys) {
 		qs = append(qs, Query{Name: fmt.Sprintf("StepCompleteMany/update%d", i), SQL: st.query, Args: st.args})
