@@ -478,6 +478,12 @@ func (p phaseResult) seconds() float64 { return p.end.Sub(p.start).Seconds() }
 
 func (p phaseResult) runsPerSecond() float64 { return float64(p.runs) / p.seconds() }
 
+// cpuPer1000Steps is this process's CPU seconds per 1,000 of the phase's
+// steps (0 where the CPU time cannot be read).
+func (p phaseResult) cpuPer1000Steps() float64 {
+	return p.procCPU.Seconds() / (float64(p.runs*len(orderSteps)) / 1000)
+}
+
 // closedLoop triggers n runs from cfg.triggers goroutines as fast as they
 // can and waits until every step of them succeeded.
 func (b *bench) closedLoop(ctx context.Context, n int) (phaseResult, error) {

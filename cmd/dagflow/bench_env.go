@@ -232,11 +232,10 @@ type snapshot struct {
 	redisCmds  map[string]int64 // INFO commandstats calls; nil when embedded
 	roundTrips int64            // engine client, from the hook
 	commands   int64
-	cpu        time.Duration // user + system time of this process
 }
 
 func (env *benchEnv) snapshot(ctx context.Context) (snapshot, error) {
-	s := snapshot{roundTrips: env.hook.roundTrips.Load(), commands: env.hook.commands.Load(), cpu: cpuTime()}
+	s := snapshot{roundTrips: env.hook.roundTrips.Load(), commands: env.hook.commands.Load()}
 	if env.serverDB != nil {
 		s.mysql = map[string]int64{}
 		q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(mysqlCounters, "', '") + "')"

@@ -195,7 +195,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	r.ClaimedViaQueue, r.ClaimedAtRelease, r.ClaimedAtCreate = p.viaQueue, p.atRelease, p.atCreate
 	r.RedisRoundTripsPerStep = float64(after.roundTrips-before.roundTrips) / steps
 	r.RedisCommandsPerStep = float64(after.commands-before.commands) / steps
-	r.CPUSecondsPer1000Steps = (after.cpu - before.cpu).Seconds() / (steps / 1000)
+	r.CPUSecondsPer1000Steps = p.cpuPer1000Steps()
 	r.MachineCPUBusy = p.machineBusy
 	if before.mysql != nil {
 		d := func(name string) float64 { return float64(after.mysql[name] - before.mysql[name]) }
@@ -252,7 +252,7 @@ func (r *benchResult) setRate(offered float64, p phaseResult) {
 	r.RateMachineCPUBusy = p.machineBusy
 	r.RateRunsPerCreateTx, r.RateStepsPerCompleteTx = ptr(p.createBatch), ptr(p.commitBatch)
 	if p.procCPU > 0 {
-		r.RateCPUSecondsPer1000Steps = ptr(p.procCPU.Seconds() / (float64(p.runs*len(orderSteps)) / 1000))
+		r.RateCPUSecondsPer1000Steps = ptr(p.cpuPer1000Steps())
 	}
 }
 
