@@ -672,21 +672,28 @@ func readyAt(r *runRec, deps []string) (int64, bool) {
 
 // latencySample are the latencies read back for a sample of a phase's runs.
 type latencySample struct {
-	// dispatch: step ready -> handler started. A root step is ready when
-	// its run's create transaction queued it (queued_at, the store's
+	// events are the dispatch samples (step ready -> handler started),
+	// with their step and ready time. A root step is ready when its
+	// run's create transaction queued it (queued_at, the store's
 	// timestamp); a released step when the last of its upstream
 	// handlers returned (in process: the transaction that releases it
 	// stamps it with its batch's time, which can be later).
-	dispatch []time.Duration
-	// dispatch split: the root step (queued by its run's create
+	events []dispatchEvent
+	// The dispatch split: the root step (queued by its run's create
 	// transaction) and the steps its upstream's completion released.
 	root, released []time.Duration
 	run            []time.Duration // Trigger called -> run finished (store timestamp)
 	trigger        []time.Duration // Trigger called -> returned
-	// events are the dispatch samples with their step and ready time,
-	// for --latency-log.
-	events []dispatchEvent
-	runs   int
+	runs           int
+}
+
+// dispatches are the dispatch latencies of all the sampled steps.
+func (l latencySample) dispatches() []time.Duration {
+	out := make([]time.Duration, len(l.events))
+	for i, e := range l.events {
+		out[i] = e.dispatch
+	}
+	return out
 }
 
 // dispatchEvent is one step's dispatch: when it became ready (unix ns) and
@@ -769,14 +776,12 @@ func (b *bench) latencies(ctx context.Context, p phaseResult) (latencySample, er
 					}
 					if len(s.Deps) == 0 {
 						d := nonNegative(time.Unix(0, t).Sub(*s.QueuedAt))
-						out.dispatch = append(out.dispatch, d)
 						out.root = append(out.root, d)
 						out.events = append(out.events, dispatchEvent{s.Step, s.QueuedAt.UnixNano(), d})
 						continue
 					}
 					if ready, ok := readyAt(r, s.Deps); ok {
 						d := nonNegative(time.Duration(t - ready))
-						out.dispatch = append(out.dispatch, d)
 						out.released = append(out.released, d)
 						out.events = append(out.events, dispatchEvent{s.Step, ready, d})
 					}

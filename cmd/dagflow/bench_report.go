@@ -221,7 +221,8 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 }
 
 func (r *benchResult) setLatencies(l latencySample, phase string) {
-	d50, d90, d99 := percentileMs(l.dispatch, 50), percentileMs(l.dispatch, 90), percentileMs(l.dispatch, 99)
+	all := l.dispatches()
+	d50, d90, d99 := percentileMs(all, 50), percentileMs(all, 90), percentileMs(all, 99)
 	r50, r90, r99 := percentileMs(l.run, 50), percentileMs(l.run, 90), percentileMs(l.run, 99)
 	o50, o99 := percentileMs(l.root, 50), percentileMs(l.root, 99)
 	e50, e99 := percentileMs(l.released, 50), percentileMs(l.released, 99)
