@@ -144,7 +144,8 @@ func (q *Queue) Close() error {
 type Item struct {
 	// ID identifies the task; see ValidateID.
 	ID string
-	// At is when the task becomes ready; zero or past means now.
+	// At is when the task becomes ready; zero or past means now. The queue
+	// keeps due times in whole milliseconds, rounded up: never early.
 	At time.Time
 }
 
@@ -166,11 +167,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		if err := ValidateID(it.ID); err != nil {
 			return nil, err
 		}
-		var due int64
-		if !it.At.IsZero() {
-			due = it.At.UnixMilli()
-		}
-		args = append(args, it.ID, due)
+		args = append(args, it.ID, dueMillis(it.At))
 	}
 	res, err := scriptEnqueue.Run(ctx, q.client,
 		[]string{k.ready, k.delayed, k.dead, k.reasons, k.index, k.waiting}, args...).Int64Slice()
@@ -200,6 +197,22 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 	return nil
 }
 
+// dueMillis is a due time in the queue's resolution, whole Unix
+// milliseconds, rounded up: a task is never ready before its time (a
+// store that keeps due times in microseconds would refuse it, and a
+// consumer that took it early would have to put it back). Zero is 0,
+// "now".
+func dueMillis(at time.Time) int64 {
+	if at.IsZero() {
+		return 0
+	}
+	ms := at.UnixMilli()
+	if at.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
 // Retry moves a leased task to delayed until at (or straight to ready if
 // at is not after now), keeping its delivery count. It returns an error
 // wrapping ErrNotLeased if the task is not leased.
@@ -208,12 +221,8 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 		return err
 	}
 	k := q.keys(queue)
-	var due int64
-	if !at.IsZero() {
-		due = at.UnixMilli()
-	}
 	n, err := scriptRetry.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
-		k.channel, q.now().UnixMilli(), id, due).Int()
+		k.channel, q.now().UnixMilli(), id, dueMillis(at)).Int()
 	if err != nil {
 		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
 	}

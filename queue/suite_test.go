@@ -123,6 +123,67 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 		}
 	})
 
+	t.Run("DueNeverEarly", func(t *testing.T) {
+		q, clock := setup(t)
+		// Due 100.6 ms from a whole millisecond: not ready at 100.4 ms
+		// (the millisecond it falls in), ready at 101 ms.
+		at := clock.Now().Add(100*time.Millisecond + 600*time.Microsecond)
+		mustEnqueue(t, q, "jobs", Item{ID: "sub-ms", At: at})
+		clock.Advance(100*time.Millisecond + 400*time.Microsecond)
+		if res, err := q.Sweep(ctx, "jobs", 10); err != nil || res.Promoted != 0 {
+			t.Fatalf("sweep %v before due = %+v, %v; want nothing promoted", at.Sub(clock.Now()), res, err)
+		}
+		clock.Advance(600 * time.Microsecond)
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+		if len(tasks) != 1 || clock.Now().Before(at) {
+			t.Fatalf("dequeue at %v = %+v, want sub-ms, not before %v", clock.Now(), tasks, at)
+		}
+		// Retry rounds up the same way.
+		retryAt := clock.Now().Add(50*time.Millisecond + time.Microsecond)
+		if err := q.Retry(ctx, "jobs", "sub-ms", retryAt); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(50 * time.Millisecond)
+		if res, err := q.Sweep(ctx, "jobs", 10); err != nil || res.Promoted != 0 {
+			t.Fatalf("sweep 1 µs before the retry = %+v, %v; want nothing promoted", res, err)
+		}
+	})
+
+	t.Run("SoonerDelayedWakesWaiter", func(t *testing.T) {
+		// A real clock and a poll interval far longer than the test: only
+		// a wake-up can make the delayed tasks come on time.
+		q := newTestQueue(t, newClient(t), Config{PollInterval: time.Minute})
+		mustEnqueue(t, q, "jobs", Item{ID: "far", At: time.Now().Add(time.Hour)})
+		for _, via := range []string{"enqueue", "retry"} {
+			got := make(chan time.Time, 1)
+			go func() {
+				tasks, err := q.Dequeue(ctx, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
+				if err != nil || len(tasks) != 1 {
+					t.Errorf("%s: dequeue = %+v, %v", via, tasks, err)
+				}
+				got <- time.Now()
+			}()
+			waitForWaiters(t, q, "jobs", 1)
+			due := time.Now().Add(100 * time.Millisecond)
+			switch via {
+			case "enqueue":
+				mustEnqueue(t, q, "jobs", Item{ID: "soon", At: due})
+			case "retry":
+				if err := q.Retry(ctx, "jobs", "soon", due); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case at := <-got:
+				if at.Before(due) || at.Sub(due) > 50*time.Millisecond {
+					t.Fatalf("%s: a task due at %v came at %v (%v late)", via, due.Format(time.StampMicro), at.Format(time.StampMicro), at.Sub(due))
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: the waiter slept past a sooner delayed task", via)
+			}
+		}
+	})
+
 	t.Run("SweepBounded", func(t *testing.T) {
 		q, clock := setup(t)
 		var items []Item

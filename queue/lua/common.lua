@@ -52,6 +52,21 @@ local function notify(flag, channel, n)
   end
 end
 
+-- wakeall publishes "0" (wake every waiter, to look at its timers again)
+-- on channel if a consumer said it is waiting; it consumes the flag.
+local function wakeall(flag, channel)
+  if redis.call('DEL', flag) == 1 then
+    redis.call('PUBLISH', channel, 0)
+  end
+end
+
+-- sooner reports whether a task due at due (ms) falls due before every
+-- task already in the delayed zset: the waiters' timers are then too late.
+local function sooner(delayed, due)
+  local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  return #first < 2 or due < tonumber(first[2])
+end
+
 -- promote moves up to limit due delayed tasks and up to limit expired
 -- leases (deadline <= now) to the back of the ready list, keeping their
 -- delivery counts. It returns the two counts.

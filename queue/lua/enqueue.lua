@@ -9,8 +9,11 @@
 -- ARGV[2] now, unix ms
 -- ARGV[3..] pairs: task id, due unix ms (<= now: ready at once)
 -- Returns one integer per task: 1 added, 0 already ready, delayed or leased.
+-- A delayed task due before every other wakes the waiting consumers, so
+-- that they sleep until it is due rather than until their poll interval.
 local now = tonumber(ARGV[2])
 local added, ready = {}, {}
+local wake = false
 for i = 3, #ARGV, 2 do
   local id, due = ARGV[i], tonumber(ARGV[i + 1])
   local state = DELAYED
@@ -29,6 +32,9 @@ for i = 3, #ARGV, 2 do
     if state == READY then
       ready[#ready + 1] = id
     else
+      if not wake and sooner(KEYS[2], due) then
+        wake = true
+      end
       redis.call('ZADD', KEYS[2], due, id)
     end
     added[#added + 1] = 1
@@ -37,5 +43,9 @@ for i = 3, #ARGV, 2 do
   end
 end
 callchunks('RPUSH', KEYS[1], ready)
-notify(KEYS[6], ARGV[1], #ready)
+if wake then
+  wakeall(KEYS[6], ARGV[1])
+else
+  notify(KEYS[6], ARGV[1], #ready)
+end
 return added

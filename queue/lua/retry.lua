@@ -8,7 +8,8 @@
 -- ARGV[2] now, unix ms
 -- ARGV[3] task id
 -- ARGV[4] due, unix ms
--- Returns 1, or 0 if the task is not leased.
+-- Returns 1, or 0 if the task is not leased. A task due before every
+-- other delayed one wakes the waiting consumers (see enqueue.lua).
 local id, due = ARGV[3], tonumber(ARGV[4])
 local state, d, key = iget(KEYS[4], id)
 if state ~= LEASED then
@@ -20,6 +21,9 @@ if due <= tonumber(ARGV[2]) then
   iset(key, id, READY, d)
   notify(KEYS[5], ARGV[1], 1)
 else
+  if sooner(KEYS[2], due) then
+    wakeall(KEYS[5], ARGV[1])
+  end
   redis.call('ZADD', KEYS[2], due, id)
   iset(key, id, DELAYED, d)
 end
