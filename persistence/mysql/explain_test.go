@@ -34,6 +34,10 @@ func TestQueriesUseIndexes(t *testing.T) {
 		for _, r := range rows {
 			t.Logf("%-32s table=%s type=%s key=%s rows=%s extra=%s", q.Name, r["table"], r["type"], r["key"], r["rows"], r["Extra"])
 			switch {
+			case strings.HasPrefix(r["table"], "<"):
+				// A derived table or a union's result (RunList with
+				// several statuses): the few rows its parts read, and
+				// those parts are checked on their own rows.
 			case r["key"] == "":
 				t.Errorf("%s: no index used on %s (type %s, extra %q)\n%s", q.Name, r["table"], r["type"], r["Extra"], q.SQL)
 			case r["type"] == "ALL":

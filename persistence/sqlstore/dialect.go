@@ -35,6 +35,16 @@ type Dialect struct {
 	// otherwise matched by an OR of ANDs, which costs the server time
 	// quadratic in their number.
 	RowValueIn bool
+	// UseIndex returns what follows a table name to make a SELECT read the
+	// named index (" FORCE INDEX (name)", " INDEXED BY name"), for the
+	// listings whose every page must be a range of one known index: a
+	// planner's cost estimate may otherwise prefer reading an index from
+	// its end (MariaDB reads a workflow's runs newest first up to a deep
+	// page's cursor, every newer run of the workflow on the way). Both
+	// databases fail a statement whose index is missing rather than
+	// scanning, so a dropped or renamed index shows at once. Nil leaves
+	// the choice to the planner.
+	UseIndex func(index string) string
 	// SerializeWrites makes the Store run one write transaction at a time
 	// in this process (SQLite allows one writer per database).
 	SerializeWrites bool
@@ -52,6 +62,14 @@ type Dialect struct {
 	// duplicate of the conflict columns a no-op (without hiding other
 	// errors, unlike MySQL's INSERT IGNORE).
 	InsertIgnore func(conflict []string) string
+}
+
+// useIndex returns d.UseIndex(index), or "" without one.
+func (d Dialect) useIndex(index string) string {
+	if d.UseIndex == nil {
+		return ""
+	}
+	return d.UseIndex(index)
 }
 
 func (d Dialect) rebind(q string) string {
@@ -73,6 +91,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		ForUpdate:    " FOR UPDATE",
 		ByPrimaryKey: " FORCE INDEX (PRIMARY)",
 		RowValueIn:   true,
+		UseIndex:     func(index string) string { return " FORCE INDEX (" + index + ")" },
 		Time:         func(t time.Time) any { return t },
 		IsDuplicate:  isDuplicate,
 		IsRetryable:  isRetryable,
@@ -98,6 +117,7 @@ func SQLite(isDuplicate, isRetryable func(error) bool) Dialect {
 		BindType:        sqlx.QUESTION,
 		ForUpdate:       "",
 		SerializeWrites: true,
+		UseIndex:        func(index string) string { return " INDEXED BY " + index },
 		Time:            func(t time.Time) any { return t.Format(TimeLayout) },
 		IsDuplicate:     isDuplicate,
 		IsRetryable:     isRetryable,

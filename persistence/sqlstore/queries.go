@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,69 +82,202 @@ func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query
 	return []Query{q(persistence.StepRunning), q(persistence.StepCompensating)}
 }
 
-// runListQuery builds RunList's query: newest first by (created_at, id),
-// keyset-paged. Indexes: idx_runs_wf_status_created, idx_runs_wf_created,
-// idx_runs_status_created, idx_runs_created (InnoDB appends the primary
-// key, id, to each). With several statuses the rows of each are merged by
-// a sort.
-func (s *Store) runListQuery(p persistence.RunListParams) (string, []any, int, error) {
+// runListQuery builds RunList's statement: newest first by (created_at,
+// id), keyset-paged. Every page, the first and the deepest alike, reads
+// one range of one index per status asked for, starting at the page's
+// first row and ending after limit+1 rows:
+//
+//   - the index is named (Dialect.UseIndex, runListIndex), so that no
+//     planner reads it from its newest end up to a deep page's cursor;
+//   - the cursor is "created_at <= ? AND (created_at < ? OR (created_at = ?
+//     AND id < ?))", which MariaDB, MySQL and SQLite all read as two
+//     ranges of (created_at, id) after the filter's equalities, where a
+//     row value "(created_at, id) < (?, ?)" is a range only on SQLite;
+//   - several statuses are a UNION ALL of one such seek per status, each
+//     limited, merged and cut to the page: "status IN (...)" would read
+//     every status's rows from the cursor on and sort them, or scan the
+//     created_at index skipping the other statuses' runs.
+//
+// With a schedule the schedule's index is read and a workflow or status
+// filter is checked row by row (there is no index for the pair): at
+// worst the page reads that schedule's runs.
+func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
 	var where []string
 	var args []any
 	if p.Workflow != "" {
 		if err := validName("workflow name", p.Workflow); err != nil {
-			return "", nil, 0, err
+			return Query{}, 0, err
 		}
 		where = append(where, "workflow = ?")
 		args = append(args, p.Workflow)
 	}
 	if p.Schedule != "" {
 		if err := validName("schedule name", p.Schedule); err != nil {
-			return "", nil, 0, err
+			return Query{}, 0, err
 		}
 		where = append(where, "schedule = ?")
 		args = append(args, p.Schedule)
 	}
-	if len(p.Status) > 0 {
-		for _, st := range p.Status {
-			if !st.Valid() {
-				return "", nil, 0, invalid("run status", string(st), "unknown")
-			}
+	var statuses []persistence.RunStatus
+	for _, st := range p.Status {
+		if !st.Valid() {
+			return Query{}, 0, invalid("run status", string(st), "unknown")
 		}
-		where = append(where, "status IN ("+in(len(p.Status))+")")
-		for _, st := range p.Status {
-			args = append(args, string(st))
+		if !slices.Contains(statuses, st) { // a repeat would list its runs twice
+			statuses = append(statuses, st)
 		}
 	}
 	if !p.CreatedAfter.IsZero() {
 		where = append(where, "created_at >= ?")
 		args = append(args, s.t(norm(p.CreatedAfter)))
 	}
+	// One upper bound on created_at, the tighter of CreatedBefore and the
+	// cursor: given two, SQLite ends its range at the first it finds, and
+	// a deep page of a window would read the window's newest runs to
+	// reach its cursor.
+	var before time.Time
 	if !p.CreatedBefore.IsZero() {
-		where = append(where, "created_at < ?")
-		args = append(args, s.t(norm(p.CreatedBefore)))
+		before = norm(p.CreatedBefore)
 	}
 	if p.Cursor != "" {
-		parts, err := decodeCursor(p.Cursor, 2)
+		at, id, err := decodeRunCursor(p.Cursor)
 		if err != nil {
-			return "", nil, 0, err
+			return Query{}, 0, err
 		}
-		at, err := cursorTime(parts[0])
-		if err != nil {
-			return "", nil, 0, err
+		if before.IsZero() || at.Before(before) {
+			where = append(where, "created_at <= ? AND (created_at < ? OR (created_at = ? AND id < ?))")
+			args = append(args, s.t(at), s.t(at), s.t(at), id)
+			before = time.Time{} // implied
 		}
-		// (created_at, id) < (at, id0), written so the created_at range
-		// is sargable.
-		where = append(where, "created_at <= ? AND (created_at < ? OR id < ?)")
-		args = append(args, s.t(at), s.t(at), parts[1])
 	}
-	q := `SELECT ` + runCols + ` FROM workflow_runs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if !before.IsZero() {
+		where = append(where, "created_at < ?")
+		args = append(args, s.t(before))
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit+1)
-	return q, args, limit, nil
+	from := ` FROM workflow_runs` + s.d.useIndex(runListIndex(p.Workflow != "", p.Schedule != "", len(statuses) > 0))
+	// seek returns the statement that reads cols of the page's first
+	// limit+1 rows of one status (or of any, with none).
+	seek := func(cols string, status []persistence.RunStatus) (string, []any) {
+		w, a := where, args
+		if len(status) == 1 {
+			w = append(slices.Clip(w), "status = ?")
+			a = append(slices.Clip(a), string(status[0]))
+		}
+		q := `SELECT ` + cols + from
+		if len(w) > 0 {
+			q += ` WHERE ` + strings.Join(w, " AND ")
+		}
+		return q + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(slices.Clip(a), limit+1)
+	}
+	if len(statuses) <= 1 {
+		q, a := seek(runCols, statuses)
+		return Query{Name: "RunList", SQL: q, Args: a}, limit, nil
+	}
+	// Several statuses: the keys of each status's page, merged and cut
+	// to the page, then the page's rows by primary key. The branches
+	// read keys only (the index holds them): rows with their BLOB columns
+	// would make MariaDB materialize each branch in an on-disk temporary
+	// table. A branch is a derived table because SQLite takes no
+	// parenthesized SELECT in a compound; its own ORDER BY and LIMIT make
+	// it a seek. CROSS JOIN keeps SQLite from reading workflow_runs
+	// first; MySQL reads the smaller side first anyway.
+	var b strings.Builder
+	var all []any
+	b.WriteString(`SELECT ` + runCols + ` FROM (`)
+	for i, st := range statuses {
+		q, a := seek("created_at AS k_at, id AS k_id", []persistence.RunStatus{st})
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		fmt.Fprintf(&b, "SELECT k_at, k_id FROM (%s) AS s%d", q, i)
+		all = append(all, a...)
+	}
+	b.WriteString(` ORDER BY k_at DESC, k_id DESC LIMIT ?) AS k CROSS JOIN workflow_runs WHERE id = k_id ORDER BY k_at DESC, k_id DESC`)
+	return Query{Name: "RunList", SQL: b.String(), Args: append(all, limit+1)}, limit, nil
+}
+
+// runListIndex returns the index RunList reads for a filter: one whose
+// leading columns are the filter's equalities, followed by (created_at,
+// id) (InnoDB appends the primary key, id, itself; the migrations name it
+// for SQLite). Migrations: 00001 idx_runs_created, idx_runs_wf_created,
+// idx_runs_status_created, idx_runs_wf_status_created; 00002
+// idx_runs_schedule_created.
+func runListIndex(workflow, schedule, status bool) string {
+	switch {
+	case schedule:
+		return "idx_runs_schedule_created"
+	case workflow && status:
+		return "idx_runs_wf_status_created"
+	case workflow:
+		return "idx_runs_wf_created"
+	case status:
+		return "idx_runs_status_created"
+	}
+	return "idx_runs_created"
+}
+
+// RunListShape is a RunList filter of one shape: which of its filters
+// are set.
+type RunListShape struct {
+	Name   string
+	Params persistence.RunListParams
+}
+
+// RunListShapes returns a RunList filter of every shape that has an index
+// of its own, each without and with a creation window [after, before):
+// none, a workflow ("w1"), one status (failed), several (failed and
+// cancelled), a workflow and one status, a workflow and several
+// (succeeded and failed), a schedule ("nightly"). Tests EXPLAIN them.
+func RunListShapes(after, before time.Time) []RunListShape {
+	failed := []persistence.RunStatus{persistence.RunFailed}
+	base := []RunListShape{
+		{"all", persistence.RunListParams{}},
+		{"workflow", persistence.RunListParams{Workflow: "w1"}},
+		{"status", persistence.RunListParams{Status: failed}},
+		{"statuses", persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunFailed, persistence.RunCancelled}}},
+		{"workflow+status", persistence.RunListParams{Workflow: "w1", Status: failed}},
+		{"workflow+statuses", persistence.RunListParams{Workflow: "w1", Status: []persistence.RunStatus{persistence.RunSucceeded, persistence.RunFailed}}},
+		{"schedule", persistence.RunListParams{Schedule: "nightly"}},
+	}
+	out := slices.Clone(base)
+	for _, b := range base {
+		b.Name += "+window"
+		b.Params.CreatedAfter, b.Params.CreatedBefore = after, before
+		out = append(out, b)
+	}
+	return out
+}
+
+// RunListQuery returns the statement RunList runs for p, with its
+// arguments, so that tests can EXPLAIN any page of any filter (with a
+// cursor from RunListCursor, say).
+func (s *Store) RunListQuery(p persistence.RunListParams) (Query, error) {
+	q, _, err := s.runListQuery(p)
+	return q, err
+}
+
+// RunListCursor returns the RunList cursor of the page that follows a
+// page ending with the run created at createdAt with id: what that page's
+// NextCursor is.
+func RunListCursor(createdAt time.Time, id string) string {
+	return encodeCursor(norm(createdAt), id)
+}
+
+// decodeRunCursor returns the creation time and id a RunList cursor
+// holds.
+func decodeRunCursor(c string) (time.Time, string, error) {
+	parts, err := decodeCursor(c, 2)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	at, err := cursorTime(parts[0])
+	// An id the store could not have written is refused here: MySQL's
+	// ASCII id column would refuse to compare with other characters.
+	if err != nil || !isID(parts[1]) {
+		return time.Time{}, "", invalid("cursor", c, "not a cursor of this list")
+	}
+	return at, parts[1], nil
 }
 
 // stepListDeadQuery builds StepListDead's query: newest first by
@@ -194,21 +328,14 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 	qs = append(qs, s.stepListRetryDueQueries(due)...)
 	qs = append(qs, s.stepListLeaseExpiredQueries(due)...)
 	cursor := encodeCursor(now, "zzzz")
-	for _, c := range []struct {
-		name string
-		p    persistence.RunListParams
-	}{
-		{"RunList", persistence.RunListParams{}},
-		{"RunList/cursor", persistence.RunListParams{Cursor: cursor}},
-		{"RunList/workflow", persistence.RunListParams{Workflow: "w"}},
-		{"RunList/workflow+cursor", persistence.RunListParams{Workflow: "w", Cursor: cursor}},
-		{"RunList/status", persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunFailed}}},
-		{"RunList/status+cursor", persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunFailed}, Cursor: cursor}},
-		{"RunList/workflow+status", persistence.RunListParams{Workflow: "w", Status: []persistence.RunStatus{persistence.RunFailed}}},
-		{"RunList/time", persistence.RunListParams{CreatedAfter: now.Add(-time.Hour), CreatedBefore: now}},
-	} {
-		q, args, _, _ := s.runListQuery(c.p)
-		qs = append(qs, Query{Name: c.name, SQL: q, Args: args})
+	for _, c := range RunListShapes(now.AddDate(-10, 0, 0), now) {
+		for _, cur := range []struct{ suffix, cursor string }{{"", ""}, {"+cursor", cursor}} {
+			p := c.Params
+			p.Cursor = cur.cursor
+			q, _, _ := s.runListQuery(p)
+			q.Name = "RunList/" + c.Name + cur.suffix
+			qs = append(qs, q)
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -274,8 +401,9 @@ func decodeCursor(c string, n int) ([]string, error) {
 
 func cursorTime(s string) (time.Time, error) {
 	us, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	t := time.UnixMicro(us).UTC()
+	if err != nil || t.Year() < 1 || t.Year() > 9999 { // beyond DATETIME
 		return time.Time{}, invalid("cursor", s, "not a cursor of this list")
 	}
-	return time.UnixMicro(us).UTC(), nil
+	return t, nil
 }

@@ -296,12 +296,12 @@ func (s *Store) runGet(ctx context.Context, q querier, id string, lock bool) (pe
 
 // RunList implements persistence.Store.
 func (s *Store) RunList(ctx context.Context, p persistence.RunListParams) (persistence.RunPage, error) {
-	query, args, limit, err := s.runListQuery(p)
+	qq, limit, err := s.runListQuery(p)
 	if err != nil {
 		return persistence.RunPage{}, err
 	}
 	var rows []runRow
-	if err := s.selectAll(ctx, s.db, &rows, query, args...); err != nil {
+	if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
 		return persistence.RunPage{}, wrap("run list", err)
 	}
 	var page persistence.RunPage

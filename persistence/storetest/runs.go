@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -334,10 +335,135 @@ func (s *suite) testRunList(t *testing.T, st persistence.Store) {
 	}
 	for _, bad := range []persistence.RunListParams{
 		{Cursor: "!!!"}, {Cursor: "eHl6"}, {Status: []persistence.RunStatus{"nope"}}, {Workflow: "a'b"},
+		{Schedule: "a b"}, {Status: []persistence.RunStatus{persistence.RunFailed, "Failed"}},
+		// base64 of "123|a'b" (an id the store never writes) and of a time
+		// beyond year 9999.
+		{Cursor: "MTIzfGEnYg"}, {Cursor: "OTk5OTk5OTk5OTk5OTk5OTk5fGE"},
 	} {
-		if _, err := st.RunList(c, bad); !errors.Is(err, persistence.ErrInvalid) {
-			t.Errorf("RunList(%+v) = %v, want ErrInvalid", bad, err)
+		_, err := st.RunList(c, bad)
+		var ve *persistence.ValidationError
+		if !errors.Is(err, persistence.ErrInvalid) || !errors.As(err, &ve) {
+			t.Errorf("RunList(%+v) = %v, want a *ValidationError (ErrInvalid)", bad, err)
+			continue
 		}
+		if bad.Cursor != "" && (ve.Field != "cursor" || ve.Value != bad.Cursor) {
+			t.Errorf("RunList(cursor %q) = %v, want an error naming the cursor", bad.Cursor, err)
+		}
+	}
+	t.Run("Paging", func(t *testing.T) { s.testRunListPaging(t, s.newStore(t)) })
+}
+
+// testRunListPaging pages through runs of several workflows, statuses and
+// schedules, with runs that share a creation time, under every filter
+// combination and several page sizes, and checks that each filter's runs
+// come once each, newest first, whatever the page size.
+func (s *suite) testRunListPaging(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	type made struct {
+		run    persistence.Run
+		status persistence.RunStatus
+	}
+	var runs []made
+	for i := range 90 {
+		p := persistence.RunCreateParams{
+			ID: newID(t), Workflow: []string{"alpha", "beta", "gamma"}[i%3],
+			// Six runs per creation time, two of each workflow.
+			Now: at(time.Duration(i/6) * time.Second), Steps: specs("a"),
+		}
+		if i%5 == 1 {
+			p.Schedule = "nightly"
+		}
+		status := []persistence.RunStatus{persistence.RunRunning, persistence.RunSucceeded, persistence.RunFailed,
+			persistence.RunCancelled, persistence.RunSucceeded, persistence.RunPending}[(i/3)%6]
+		if status == persistence.RunPending {
+			p.StartAt = p.Now.Add(time.Hour)
+		}
+		res, err := st.RunCreate(c, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != persistence.RunRunning && status != persistence.RunPending {
+			if _, err := st.RunTransition(c, persistence.RunTransitionParams{RunID: res.Run.ID, To: status, Now: p.Now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs = append(runs, made{res.Run, status})
+	}
+	// Newest first: creation time, then id, both descending.
+	slices.SortFunc(runs, func(a, b made) int {
+		if c := b.run.CreatedAt.Compare(a.run.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.run.ID, a.run.ID)
+	})
+	statusSets := [][]persistence.RunStatus{
+		nil,
+		{persistence.RunFailed},
+		{persistence.RunPending},
+		{persistence.RunFailed, persistence.RunCancelled},
+		// A repeated status lists its runs once.
+		{persistence.RunSucceeded, persistence.RunRunning, persistence.RunSucceeded},
+	}
+	windows := [][2]time.Time{{}, {at(3 * time.Second), at(11 * time.Second)}}
+	for _, wf := range []string{"", "alpha"} {
+		for _, sched := range []string{"", "nightly"} {
+			for _, sts := range statusSets {
+				for _, win := range windows {
+					p := persistence.RunListParams{Workflow: wf, Schedule: sched, Status: sts, CreatedAfter: win[0], CreatedBefore: win[1]}
+					var want []string
+					for _, r := range runs {
+						if (wf == "" || r.run.Workflow == wf) && (sched == "" || r.run.Schedule == sched) &&
+							(len(sts) == 0 || slices.Contains(sts, r.status)) &&
+							(win[0].IsZero() || !r.run.CreatedAt.Before(win[0])) && (win[1].IsZero() || r.run.CreatedAt.Before(win[1])) {
+							want = append(want, r.run.ID)
+						}
+					}
+					if len(want) == 0 && (wf == "" || sched == "") {
+						t.Fatalf("no runs for %+v: the data should give every filter but the narrowest some", p)
+					}
+					for _, limit := range []int{1, 4, 0} {
+						p.Limit = limit
+						got := pageAll(t, st, p)
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Errorf("RunList(%+v) paged (-want +got):\n%s", p, diff)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// pageAll returns the ids of every run p lists, following NextCursor,
+// and checks each page's size and the runs' statuses.
+func pageAll(t *testing.T, st persistence.Store, p persistence.RunListParams) []string {
+	t.Helper()
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	var got []string
+	for pages := 0; ; pages++ {
+		if pages > 200 {
+			t.Fatalf("RunList(%+v): more than 200 pages", p)
+		}
+		res, err := st.RunList(ctx(t), p)
+		if err != nil {
+			t.Fatalf("RunList(%+v): %v", p, err)
+		}
+		if len(res.Runs) > limit || (res.NextCursor != "" && len(res.Runs) != limit) {
+			t.Fatalf("RunList(%+v): page of %d runs (limit %d), next cursor %q", p, len(res.Runs), limit, res.NextCursor)
+		}
+		for _, r := range res.Runs {
+			if len(p.Status) > 0 && !slices.Contains(p.Status, r.Status) {
+				t.Errorf("RunList(%+v) listed run %s, %s", p, r.ID, r.Status)
+			}
+			got = append(got, r.ID)
+		}
+		if res.NextCursor == "" {
+			return got
+		}
+		p.Cursor = res.NextCursor
 	}
 }
 
