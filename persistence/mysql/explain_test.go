@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,12 +16,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/sqlstore"
 )
 
 // TestQueriesUseIndexes EXPLAINs the reconciler's and the listing queries,
 // as the store builds them, over a database with history in it, and
 // requires each to read through an index (never a full table scan, never
-// a full index scan that must sort).
+// a full index scan that must sort). TestRunListPagesAreSeeks checks
+// RunList's pages further.
 func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
@@ -214,3 +220,341 @@ func TestBatchWritesUseKeyOnSmallTables(t *testing.T) {
 		}
 	}
 }
+
+// TestRunListPagesAreSeeks checks that every page of every RunList filter
+// shape (sqlstore.RunListShapes), the first, one from the middle and the
+// last, reads one index range per status that starts at the page's first
+// run: by EXPLAIN (the filter's index, a range reaching created_at after
+// the filter's equalities, a small row estimate for the last page) and by
+// the handler reads the server counts while it runs the page (about
+// limit+1 per status, not the runs before the page). It seeds 20,000
+// runs; with DAGFLOW_TEST_BIG=1 (and without -short) 1,000,000, and it
+// logs page times.
+func TestRunListPagesAreSeeks(t *testing.T) {
+	n := 20000
+	if os.Getenv("DAGFLOW_TEST_BIG") == "1" && !testing.Short() {
+		n = 1_000_000
+	}
+	checkRunListSeeks(t, openStore(t).Store, n)
+}
+
+// checkRunListSeeks seeds n runs in s's empty database and checks the
+// pages of every filter shape.
+func checkRunListSeeks(t *testing.T, s *sqlstore.Store, n int) {
+	ctx := context.Background()
+	end := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	began := time.Now()
+	first := seedRuns(t, s.DB(), end, n)
+	t.Logf("seeded %d runs in %v", n, time.Since(began).Round(time.Millisecond))
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE workflow_runs"); err != nil {
+		t.Fatal(err)
+	}
+	// Handler counters are per session: one connection runs the pages.
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	const limit = 50
+	// The window leaves out the oldest and newest tenth of the runs.
+	span := end.Sub(first)
+	after, before := first.Add(span/10), end.Add(-span/10)
+	for _, shape := range sqlstore.RunListShapes(after, before) {
+		p := shape.Params
+		p.Limit = limit
+		matching := matchingRuns(t, s.DB(), p)
+		if len(matching) < 3*limit {
+			t.Fatalf("%s: only %d runs match; the data must give every shape several pages", shape.Name, len(matching))
+		}
+		branches := max(len(p.Status), 1)
+		index := expectedIndex(p)
+		// The filter's equalities alone: the key length of the first page
+		// (a ref of them) without a window.
+		noWindow := p
+		noWindow.CreatedAfter, noWindow.CreatedBefore = time.Time{}, time.Time{}
+		eqLen := 0
+		if noWindow.Workflow != "" || noWindow.Schedule != "" || len(noWindow.Status) > 0 {
+			q, err := s.RunListQuery(noWindow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := tableRows(t, s.DB(), q)
+			eqLen = keyLen(t, rows[0])
+		}
+		for _, page := range []struct {
+			name string
+			at   int // index in matching of the page's first run
+		}{{"first", 0}, {"middle", len(matching) / 2}, {"last", len(matching) - limit}} {
+			p := p
+			if page.at > 0 {
+				prev := matching[page.at-1]
+				p.Cursor = sqlstore.RunListCursor(prev.at, prev.id)
+			}
+			name := shape.Name + "/" + page.name
+			q, err := s.RunListQuery(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, byKey := tableRows(t, s.DB(), q)
+			if byKey != (branches > 1) {
+				t.Errorf("%s: reads the page's rows by primary key: %v, want %v (with several statuses)", name, byKey, branches > 1)
+			}
+			if len(rows) != branches {
+				t.Errorf("%s: EXPLAIN reads workflow_runs %d times, want once per status (%d)\n%s", name, len(rows), branches, q.SQL)
+			}
+			for _, r := range rows {
+				t.Logf("%-32s type=%s key=%s key_len=%s rows=%s extra=%s", name, r["type"], r["key"], r["key_len"], r["rows"], r["Extra"])
+				if r["key"] != index {
+					t.Errorf("%s: reads index %q, want %s", name, r["key"], index)
+				}
+				switch {
+				case strings.Contains(r["Extra"], "filesort"):
+					t.Errorf("%s: sorts the rows it reads (%s)", name, r["Extra"])
+				case page.at == 0 && p.CreatedAfter.IsZero():
+					// From the newest run of the filter: its equalities
+					// (a ref, or a range of them), or the whole of
+					// idx_runs_created; the handler reads below show
+					// that it stops after the page.
+					if r["type"] != "ref" && r["type"] != "range" && r["type"] != "index" {
+						t.Errorf("%s: access %s, want a ref of the filter's equalities", name, r["type"])
+					}
+				case r["type"] != "range":
+					t.Errorf("%s: access %s, want a range", name, r["type"])
+				case keyLen(t, r) <= eqLen:
+					t.Errorf("%s: the range covers %d bytes of key, no more than the filter's equalities (%d): the cursor does not bound it", name, keyLen(t, r), eqLen)
+				}
+				if est, _ := strconv.Atoi(r["rows"]); page.name == "last" && est > 4*(limit+1) {
+					t.Errorf("%s: EXPLAIN estimates %d rows, want about %d (what is left after the cursor)", name, est, limit)
+				}
+			}
+			// Run it: what the server reads, and what the store returns.
+			reads := handlerReads(t, conn, func() {
+				rs, err := conn.QueryContext(ctx, q.SQL, q.Args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rs.Next() {
+				}
+				if err := rs.Err(); err != nil {
+					t.Fatal(err)
+				}
+				rs.Close()
+			})
+			// Two ranges per status (the cursor's time, then before it)
+			// and limit+1 entries; with several statuses, then the page's
+			// rows by primary key.
+			most := branches*(limit+3) + 2
+			if branches > 1 {
+				most += limit + 1
+			}
+			if reads > most {
+				t.Errorf("%s: the server read %d index entries for a page of %d (%d statuses), want at most %d", name, reads, limit, branches, most)
+			}
+			got, err := s.RunList(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids, want []string
+			for _, r := range got.Runs {
+				ids = append(ids, r.ID)
+			}
+			for _, m := range matching[page.at:min(page.at+limit, len(matching))] {
+				want = append(want, m.id)
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("%s: RunList returned %d runs %v..., want %d from %v", name, len(ids), head(ids), len(want), head(want))
+			}
+			if (got.NextCursor == "") != (page.name == "last") {
+				t.Errorf("%s: NextCursor %q", name, got.NextCursor)
+			}
+			if shape.Name == "workflow+status" || testing.Verbose() {
+				t.Logf("%-32s %d runs match; the page read %d index entries in %v (median of 5)", name, len(matching), reads, pageTime(t, s, p))
+			}
+		}
+	}
+}
+
+// seedRuns inserts n runs with one INSERT ... SELECT per 100,000 (from a
+// cross join of digits, which MySQL and MariaDB both take), and returns
+// the creation time of the oldest. Run i (ids sort as i) is created at
+// end - (n-i) seconds rounded down to a multiple of 3 s, so that runs
+// share creation times in threes and the id breaks the ties; workflow
+// w<i%5>; a fifth of each workflow's runs in a status other than
+// succeeded (failed, cancelled, running, compensated: 5% each), spread
+// over time; one run in 50 started by the schedule "nightly".
+func seedRuns(t *testing.T, db *sql.DB, end time.Time, n int) time.Time {
+	t.Helper()
+	const chunk = 100000
+	digits := "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 " +
+		"UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	for lo := 0; lo < n; lo += chunk {
+		q := fmt.Sprintf(`INSERT INTO workflow_runs (id, workflow, version, status, schedule, start_at, created_at, started_at, finished_at, updated_at)
+			SELECT CONCAT('r', LPAD(i, 8, '0')), CONCAT('w', i %% 5), 1,
+				ELT((i DIV 5) %% 20 + 1, 'failed', 'cancelled', 'running', 'compensated', 'succeeded', 'succeeded', 'succeeded', 'succeeded',
+					'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded',
+					'succeeded', 'succeeded', 'succeeded', 'succeeded'),
+				IF(i %% 50 = 7, 'nightly', ''), c, c, c, c, c
+			FROM (SELECT i, ? - INTERVAL ((? - i + 2) DIV 3 * 3) SECOND AS c
+				FROM (SELECT ? + d1.d + 10*d2.d + 100*d3.d + 1000*d4.d + 10000*d5.d AS i
+					FROM %[1]s d1, %[1]s d2, %[1]s d3, %[1]s d4, %[1]s d5) x
+				WHERE i < ?) y`, digits)
+		if _, err := db.Exec(q, end, n, lo, n); err != nil {
+			t.Fatalf("seeding runs %d..: %v", lo, err)
+		}
+	}
+	var oldest time.Time
+	if err := db.QueryRow("SELECT MIN(created_at) FROM workflow_runs").Scan(&oldest); err != nil {
+		t.Fatal(err)
+	}
+	return oldest
+}
+
+// run is a run's RunList key.
+type run struct {
+	at time.Time
+	id string
+}
+
+// matchingRuns returns the keys of the runs that p's filters select,
+// newest first, found without the store's query.
+func matchingRuns(t *testing.T, db *sql.DB, p persistence.RunListParams) []run {
+	t.Helper()
+	where := []string{"1 = 1"}
+	var args []any
+	if p.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, p.Workflow)
+	}
+	if p.Schedule != "" {
+		where, args = append(where, "schedule = ?"), append(args, p.Schedule)
+	}
+	if len(p.Status) > 0 {
+		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Status)), ", ")+")")
+		for _, st := range p.Status {
+			args = append(args, string(st))
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, p.CreatedAfter)
+	}
+	if !p.CreatedBefore.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, p.CreatedBefore)
+	}
+	rows, err := db.Query("SELECT created_at, id FROM workflow_runs WHERE "+strings.Join(where, " AND "), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []run
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.at, &r.id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if c := out[i].at.Compare(out[j].at); c != 0 {
+			return c > 0
+		}
+		return out[i].id > out[j].id
+	})
+	return out
+}
+
+// expectedIndex is the index a RunList filter must read.
+func expectedIndex(p persistence.RunListParams) string {
+	switch {
+	case p.Schedule != "":
+		return "idx_runs_schedule_created"
+	case p.Workflow != "" && len(p.Status) > 0:
+		return "idx_runs_wf_status_created"
+	case p.Workflow != "":
+		return "idx_runs_wf_created"
+	case len(p.Status) > 0:
+		return "idx_runs_status_created"
+	}
+	return "idx_runs_created"
+}
+
+// tableRows returns the EXPLAIN rows of q that search workflow_runs (not
+// the derived tables and the union of a several-status list), and whether
+// q then reads rows of workflow_runs by primary key.
+func tableRows(t *testing.T, db *sql.DB, q sqlstore.Query) (rows []map[string]string, byKey bool) {
+	t.Helper()
+	for _, r := range explain(t, db, q.SQL, q.Args) {
+		switch {
+		case r["table"] != "workflow_runs":
+		case r["type"] == "eq_ref" && r["key"] == "PRIMARY":
+			byKey = true
+		default:
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("EXPLAIN of %s searches no workflow_runs", q.SQL)
+	}
+	return rows, byKey
+}
+
+func keyLen(t *testing.T, r map[string]string) int {
+	t.Helper()
+	n, err := strconv.Atoi(r["key_len"])
+	if err != nil {
+		t.Fatalf("key_len %q: %v", r["key_len"], err)
+	}
+	return n
+}
+
+// handlerReads returns the index entries the session read while f ran:
+// the growth of its Handler_read_key, _next, _prev, _first and _last
+// counters (row reads by index, as opposed to the scans of temporary
+// tables, Handler_read_rnd_next).
+func handlerReads(t *testing.T, conn *sql.Conn, f func()) int {
+	t.Helper()
+	count := func() int {
+		rows, err := conn.QueryContext(context.Background(), "SHOW SESSION STATUS LIKE 'Handler_read%'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		total := 0
+		for rows.Next() {
+			var name string
+			var v int
+			if err := rows.Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			switch name {
+			case "Handler_read_key", "Handler_read_next", "Handler_read_prev", "Handler_read_first", "Handler_read_last":
+				total += v
+			}
+		}
+		return total
+	}
+	before := count()
+	idle := count() - before // what reading the counters costs
+	before = count()
+	f()
+	return count() - before - idle
+}
+
+// pageTime returns the median time of five RunList calls for p.
+func pageTime(t *testing.T, s persistence.Store, p persistence.RunListParams) time.Duration {
+	t.Helper()
+	var ds []time.Duration
+	for range 5 {
+		began := time.Now()
+		if _, err := s.RunList(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, time.Since(began))
+	}
+	slices.Sort(ds)
+	return ds[2].Round(10 * time.Microsecond)
+}
+
+func head(ids []string) []string { return ids[:min(3, len(ids))] }

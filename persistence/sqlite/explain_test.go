@@ -1,0 +1,243 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/sqlstore"
+)
+
+// TestRunListPagesAreSeeks checks, by EXPLAIN QUERY PLAN, that every page
+// of every RunList filter shape (sqlstore.RunListShapes), the first, one
+// from the middle and the last, searches the filter's index once per
+// status, bounded by the page's cursor (a range on created_at after the
+// filter's equalities), and never scans workflow_runs; and that the pages
+// hold the right runs. It seeds 20,000 runs; with DAGFLOW_TEST_BIG=1 (and
+// without -short) 1,000,000, and it logs page times.
+func TestRunListPagesAreSeeks(t *testing.T) {
+	n := 20000
+	if os.Getenv("DAGFLOW_TEST_BIG") == "1" && !testing.Short() {
+		n = 1_000_000
+	}
+	s := openStore(t)
+	ctx := context.Background()
+	end := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	began := time.Now()
+	// Run i (ids sort as i) is created at end - (n-i) seconds rounded
+	// down to a multiple of 3 s (runs share creation times in threes);
+	// workflow w<i%5>; 5% each failed, cancelled, running, compensated,
+	// spread over time, the rest succeeded; one in 50 by the schedule
+	// "nightly". The same runs as the MySQL test's.
+	if _, err := s.DB().ExecContext(ctx, `WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < ? - 1)
+		INSERT INTO workflow_runs (id, workflow, version, status, schedule, start_at, created_at, started_at, finished_at, updated_at)
+		SELECT printf('r%08d', i), 'w' || (i % 5), 1,
+			CASE (i / 5) % 20 WHEN 0 THEN 'failed' WHEN 1 THEN 'cancelled' WHEN 2 THEN 'running' WHEN 3 THEN 'compensated' ELSE 'succeeded' END,
+			CASE WHEN i % 50 = 7 THEN 'nightly' ELSE '' END, at, at, at, at, at
+		FROM (SELECT i, strftime('%Y-%m-%d %H:%M:%f', ?, '-' || ((? - i + 2) / 3 * 3) || ' seconds') || '000' AS at FROM c)`,
+		n, end.Format(sqlstore.TimeLayout), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded %d runs in %v", n, time.Since(began).Round(time.Millisecond))
+	var oldest string
+	if err := s.DB().QueryRowContext(ctx, "SELECT MIN(created_at) FROM workflow_runs").Scan(&oldest); err != nil {
+		t.Fatal(err)
+	}
+	first, err := time.Parse(sqlstore.TimeLayout, oldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const limit = 50
+	span := end.Sub(first)
+	for _, shape := range sqlstore.RunListShapes(first.Add(span/10), end.Add(-span/10)) {
+		p := shape.Params
+		p.Limit = limit
+		matching := matchingRuns(t, s.DB(), p)
+		if len(matching) < 3*limit {
+			t.Fatalf("%s: only %d runs match; the data must give every shape several pages", shape.Name, len(matching))
+		}
+		branches := max(len(p.Status), 1)
+		index := expectedIndex(p)
+		for _, page := range []struct {
+			name string
+			at   int // index in matching of the page's first run
+		}{{"first", 0}, {"middle", len(matching) / 2}, {"last", len(matching) - limit}} {
+			p := p
+			if page.at > 0 {
+				prev := matching[page.at-1]
+				p.Cursor = sqlstore.RunListCursor(prev.at, prev.id)
+			}
+			name := shape.Name + "/" + page.name
+			q, err := s.RunListQuery(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			searches, byKey := 0, false
+			for _, line := range queryPlan(t, s.DB(), q) {
+				t.Logf("%-32s %s", name, line)
+				bounded := page.at > 0 || !p.CreatedAfter.IsZero()
+				switch {
+				case !strings.Contains(line, " workflow_runs "):
+				case strings.HasPrefix(line, "SEARCH workflow_runs USING INDEX sqlite_autoindex_workflow_runs_1 (id=?)"):
+					byKey = true
+				case !strings.Contains(line, "INDEX "+index+" ") && !strings.HasSuffix(line, "INDEX "+index):
+					t.Errorf("%s: %q does not read %s", name, line, index)
+				case strings.HasPrefix(line, "SCAN ") && (bounded || index != "idx_runs_created"):
+					// Only the first page of all runs reads an index
+					// from its end without a bound.
+					t.Errorf("%s: %q scans", name, line)
+				case bounded && !strings.Contains(line, "created_at<"):
+					t.Errorf("%s: %q: the cursor or window does not bound the search", name, line)
+				default:
+					searches++
+				}
+			}
+			if searches != branches || byKey != (branches > 1) {
+				t.Errorf("%s: %d searches of %s (want one per status, %d), reads rows by key %v (want %v)\n%s",
+					name, searches, index, branches, byKey, branches > 1, q.SQL)
+			}
+			got, err := s.RunList(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids, want []string
+			for _, r := range got.Runs {
+				ids = append(ids, r.ID)
+			}
+			for _, m := range matching[page.at:min(page.at+limit, len(matching))] {
+				want = append(want, m.id)
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("%s: RunList returned %d runs %v..., want %d from %v", name, len(ids), ids[:min(3, len(ids))], len(want), want[:min(3, len(want))])
+			}
+			if (got.NextCursor == "") != (page.name == "last") {
+				t.Errorf("%s: NextCursor %q", name, got.NextCursor)
+			}
+			if shape.Name == "workflow+status" || testing.Verbose() {
+				t.Logf("%-32s %d runs match; page time %v (median of 5)", name, len(matching), pageTime(t, s, p))
+			}
+		}
+	}
+}
+
+// queryPlan returns the detail lines of EXPLAIN QUERY PLAN of q.
+func queryPlan(t *testing.T, db *sql.DB, q sqlstore.Query) []string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q.SQL, q.Args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q.SQL, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// run is a run's RunList key.
+type run struct {
+	at time.Time
+	id string
+}
+
+// matchingRuns returns the keys of the runs that p's filters select,
+// newest first, found without the store's query.
+func matchingRuns(t *testing.T, db *sql.DB, p persistence.RunListParams) []run {
+	t.Helper()
+	where := []string{"1 = 1"}
+	var args []any
+	if p.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, p.Workflow)
+	}
+	if p.Schedule != "" {
+		where, args = append(where, "schedule = ?"), append(args, p.Schedule)
+	}
+	if len(p.Status) > 0 {
+		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Status)), ", ")+")")
+		for _, st := range p.Status {
+			args = append(args, string(st))
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, p.CreatedAfter.UTC().Format(sqlstore.TimeLayout))
+	}
+	if !p.CreatedBefore.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, p.CreatedBefore.UTC().Format(sqlstore.TimeLayout))
+	}
+	rows, err := db.Query("SELECT created_at, id FROM workflow_runs WHERE "+strings.Join(where, " AND "), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []run
+	for rows.Next() {
+		var at string
+		var r run
+		if err := rows.Scan(&at, &r.id); err != nil {
+			t.Fatal(err)
+		}
+		if r.at, err = time.Parse(sqlstore.TimeLayout, at); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if c := out[i].at.Compare(out[j].at); c != 0 {
+			return c > 0
+		}
+		return out[i].id > out[j].id
+	})
+	return out
+}
+
+// expectedIndex is the index a RunList filter must read.
+func expectedIndex(p persistence.RunListParams) string {
+	switch {
+	case p.Schedule != "":
+		return "idx_runs_schedule_created"
+	case p.Workflow != "" && len(p.Status) > 0:
+		return "idx_runs_wf_status_created"
+	case p.Workflow != "":
+		return "idx_runs_wf_created"
+	case len(p.Status) > 0:
+		return "idx_runs_status_created"
+	}
+	return "idx_runs_created"
+}
+
+// pageTime returns the median time of five RunList calls for p.
+func pageTime(t *testing.T, s persistence.Store, p persistence.RunListParams) time.Duration {
+	t.Helper()
+	var ds []time.Duration
+	for range 5 {
+		began := time.Now()
+		if _, err := s.RunList(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, time.Since(began))
+	}
+	slices.Sort(ds)
+	return ds[2].Round(10 * time.Microsecond)
+}
