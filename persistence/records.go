@@ -54,12 +54,11 @@ type StepRun struct {
 type Attempt struct {
 	// ID identifies the attempt within its run. It is positive for an
 	// attempt recorded in a row of its own, 0 for a handler execution in
-	// progress (AttemptList shows it from its step, after the ended
-	// ones), and negative for a handler execution that succeeded or was
-	// skipped and that its step still holds (a store may keep the last
-	// forward attempt of a succeeded or skipped step on the step instead
-	// of a row of its own; it writes the row when the step moves on, and
-	// the ID changes then).
+	// progress (AttemptList shows it from its step), and negative for a
+	// handler execution that succeeded or was skipped and that its step
+	// still holds (a store may keep the last forward attempt of a
+	// succeeded or skipped step on the step instead of a row of its own;
+	// it writes the row when the step moves on, and the ID changes then).
 	ID         int64
 	RunID      string
 	Step       string

@@ -112,12 +112,14 @@ type Store interface {
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
 
-	// AttemptList returns a run's history: the ended attempts in the
-	// order they were recorded (a handler execution when it ends, a
-	// compensation when it starts; a handler execution that succeeded or
-	// was skipped takes its place by when it ended, whether its step
-	// holds it or its row was written later), then the handler executions
-	// in progress (ID 0), oldest first.
+	// AttemptList returns a run's history in the order a person reads
+	// it: step by step in plan order (the order of RunCreateParams.Steps,
+	// which StepList keeps), and for each step its forward attempts
+	// (handler executions) by attempt number, then its compensation
+	// attempts by attempt number. An attempt in progress (outcome
+	// running; ID 0 for a handler execution) has its place by its number
+	// like the others: after the ended attempts of its step and kind.
+	// An unknown run has no attempts.
 	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
 
 	// ScheduleUpsert creates or updates a schedule by name, keeping its

@@ -1,10 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -600,74 +603,60 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+`, fence FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
 		return nil, wrap("attempt list", err)
 	}
-	seq := make(map[string]int, len(steps))
-	for _, r := range steps {
-		seq[r.Step] = r.Seq
-	}
-	// A step's forward attempt that succeeded or was skipped has its place
-	// where it ended, whether its step row holds it or its row was written
-	// later (when the step moved on) or with its end (before step rows
-	// held them). The other recorded attempts keep the order of their
-	// rows, written when they ended (a compensation's when it started).
+	// The recorded attempts, in the order of their rows; then those the
+	// step rows hold that no row repeats (a step succeeded before step
+	// rows held their attempts has a row too), and those in progress
+	// whose row was not written meanwhile.
 	type fenced struct{ step, fence string }
 	recorded := make(map[fenced]bool, len(rows))
 	ended := make(map[heldKey]bool, len(rows))
-	var done, others []persistence.Attempt
+	out := make([]persistence.Attempt, 0, len(rows)+len(steps))
 	for _, r := range rows {
 		a := r.record()
 		if a.Kind == persistence.AttemptForward {
 			recorded[fenced{r.Step, r.Fence}] = true
 			if (a.Outcome == persistence.OutcomeSucceeded || a.Outcome == persistence.OutcomeSkipped) && a.FinishedAt != nil {
 				ended[heldKeyOf(a)] = true
-				done = append(done, a)
-				continue
 			}
-		}
-		others = append(others, a)
-	}
-	var running []stepRow
-	for i := range steps {
-		r := &steps[i]
-		if r.Status == string(persistence.StepRunning) && r.ClaimedAt.Valid {
-			running = append(running, *r)
-		} else if a, ok := heldAttempt(r); ok && !ended[heldKeyOf(a)] {
-			done = append(done, a)
-		}
-	}
-	slices.SortStableFunc(done, func(a, b persistence.Attempt) int {
-		if c := a.FinishedAt.Compare(*b.FinishedAt); c != 0 {
-			return c
-		}
-		return seq[a.Step] - seq[b.Step]
-	})
-	out := make([]persistence.Attempt, 0, len(rows)+len(done)+len(running))
-	for _, a := range others {
-		written := a.StartedAt
-		if a.Kind == persistence.AttemptForward && a.FinishedAt != nil {
-			written = *a.FinishedAt
-		}
-		for len(done) > 0 && done[0].FinishedAt.Before(written) {
-			out = append(out, done[0])
-			done = done[1:]
 		}
 		out = append(out, a)
 	}
-	out = append(out, done...)
-	// Attempts in progress last, oldest first, with ID 0.
-	slices.SortFunc(running, func(a, b stepRow) int {
-		if c := a.ClaimedAt.T.Compare(b.ClaimedAt.T); c != 0 {
-			return c
+	seq := make(map[string]int, len(steps))
+	for i := range steps {
+		r := &steps[i]
+		seq[r.Step] = r.Seq
+		switch a, held := heldAttempt(r); {
+		case r.Status == string(persistence.StepRunning) && r.ClaimedAt.Valid && !recorded[fenced{r.Step, r.Fence}]:
+			out = append(out, persistence.Attempt{
+				RunID: runID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt, Worker: r.Worker,
+				Outcome: persistence.OutcomeRunning, StartedAt: r.ClaimedAt.T,
+			})
+		case held && !ended[heldKeyOf(a)]:
+			out = append(out, a)
 		}
-		return a.Seq - b.Seq
-	})
-	for _, r := range running {
-		if recorded[fenced{r.Step, r.Fence}] {
-			continue // it ended meanwhile
-		}
-		out = append(out, persistence.Attempt{
-			RunID: runID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt, Worker: r.Worker,
-			Outcome: persistence.OutcomeRunning, StartedAt: r.ClaimedAt.T,
-		})
 	}
+	// The order a person reads a run's history in: by step in plan order,
+	// a step's forward attempts by number, then its compensation attempts
+	// by number. Attempts that share all three (none the engine makes)
+	// keep the order above.
+	step := func(name string) int {
+		if n, ok := seq[name]; ok {
+			return n
+		}
+		return math.MaxInt // a step the run no longer has, after the others
+	}
+	slices.SortStableFunc(out, func(a, b persistence.Attempt) int {
+		return cmp.Or(cmp.Compare(step(a.Step), step(b.Step)), strings.Compare(a.Step, b.Step),
+			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), cmp.Compare(a.Attempt, b.Attempt))
+	})
 	return out, nil
+}
+
+// kindRank orders a step's attempts: the forward ones, then its
+// compensation's.
+func kindRank(k persistence.AttemptKind) int {
+	if k == persistence.AttemptCompensation {
+		return 1
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -41,8 +42,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // testHeldAttempts: a forward attempt that succeeds or is skipped is kept
 // on its step row, not in an attempt row of its own; the history shows it
-// in its place among the recorded attempts, once, and keeps it when the
-// step moves on (to compensating) and its row is written.
+// in its place among the recorded attempts (by step in plan order, then
+// by kind and number), once, and keeps it when the step moves on (to
+// compensating) and its row is written.
 func (s *suite) testHeldAttempts(t *testing.T, st persistence.Store) {
 	c := ctx(t)
 	r := createRun(t, st, "wf", "", "a", "b:a", "c", "d:b,c")
@@ -61,11 +63,12 @@ func (s *suite) testHeldAttempts(t *testing.T, st persistence.Store) {
 		t.Fatal(err)
 	}
 	claim(t, st, id, "d", "fd", at(8*time.Second))
+	// c ended first, but a, b, c, d is the plan's order.
 	want := []string{
-		"c step 1 w-fc succeeded 2s..2.5s",
 		"a step 1 w-fa succeeded 1s..3s",
 		"b step 1 w-fb1 failed 4s..5s",
 		"b step 2 w-fb2 skipped 6s..7s",
+		"c step 1 w-fc succeeded 2s..2.5s",
 		"d step 1 w-fd running 8s..-",
 	}
 	if diff := cmp.Diff(want, allAttempts(t, st, id)); diff != "" {
@@ -90,7 +93,8 @@ func (s *suite) testHeldAttempts(t *testing.T, st persistence.Store) {
 	if _, err := st.StepComplete(c, persistence.StepCompleteParams{RunID: id, Step: "a", Fence: "ca", Compensation: true, Now: at(12 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, "a compensation 1 w-ca succeeded 11s..12s")
+	// a's compensation follows a's forward attempt.
+	want = slices.Insert(want, 1, "a compensation 1 w-ca succeeded 11s..12s")
 	if diff := cmp.Diff(want, allAttempts(t, st, id)); diff != "" {
 		t.Errorf("history after a's compensation (-want +got):\n%s", diff)
 	}

@@ -611,13 +611,15 @@ func (s *suite) testCompensation(t *testing.T, st persistence.Store) {
 		t.Errorf("compensation failure = %+v, %v", got, err)
 	}
 	atts, _ := st.AttemptList(c, id)
-	var comp []persistence.AttemptOutcome
+	var comp []string
 	for _, a := range atts {
 		if a.Kind == persistence.AttemptCompensation {
-			comp = append(comp, a.Outcome)
+			comp = append(comp, fmt.Sprintf("%s %d %s", a.Step, a.Attempt, a.Outcome))
 		}
 	}
-	want := []persistence.AttemptOutcome{persistence.OutcomeFailed, persistence.OutcomeSucceeded, persistence.OutcomeLost, persistence.OutcomeFailed}
+	// By step in plan order (a before b, though b's were first), then by
+	// attempt number.
+	want := []string{"a 1 lost", "a 2 failed", "b 1 failed", "b 2 succeeded"}
 	if diff := cmp.Diff(want, comp); diff != "" {
 		t.Errorf("compensation attempts (-want +got):\n%s", diff)
 	}
@@ -867,6 +869,75 @@ func (s *suite) testAttemptHistory(t *testing.T, st persistence.Store) {
 	}
 	if diff := cmp.Diff([]string{"1 w-fb running recorded 5s..-"}, attemptRows(t, st, id, "b")); diff != "" {
 		t.Errorf("history of aborted b (-want +got):\n%s", diff)
+	}
+	t.Run("Order", func(t *testing.T) { s.testAttemptOrder(t, s.newStore(t)) })
+}
+
+// testAttemptOrder: AttemptList lists a run's attempts by step in plan
+// order, each step's forward attempts by number, then its compensation
+// attempts by number, with those in progress in their place, whatever
+// order they started and ended in.
+func (s *suite) testAttemptOrder(t *testing.T, st persistence.Store) {
+	c := ctx(t)
+	id := createRun(t, st, "wf", "", "a", "b", "c:a,b", "d").Run.ID
+	claim(t, st, id, "b", "fb", at(time.Second))
+	complete(t, st, id, "b", "fb", "", at(2*time.Second))
+	claim(t, st, id, "d", "fd", at(2*time.Second)) // runs to the end
+	claim(t, st, id, "a", "fa1", at(3*time.Second))
+	retry := at(4 * time.Second)
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: id, Step: "a", Fence: "fa1", Error: "boom", RetryAt: &retry, Now: retry}); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, st, id, "a", "fa2", at(5*time.Second))
+	want := []string{
+		"a step 1 w-fa1 failed 3s..4s",
+		"a step 2 w-fa2 running 5s..-",
+		"b step 1 w-fb succeeded 1s..2s",
+		"d step 1 w-fd running 2s..-",
+	}
+	if diff := cmp.Diff(want, allAttempts(t, st, id)); diff != "" {
+		t.Errorf("history with a retry in progress (-want +got):\n%s", diff)
+	}
+	complete(t, st, id, "a", "fa2", "", at(6*time.Second))
+	claim(t, st, id, "c", "fc", at(7*time.Second))
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: id, Step: "c", Fence: "fc", Error: "dead",
+		DeadRunStatus: persistence.RunCompensating, Now: at(8 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StepTransition(c, persistence.StepTransitionParams{RunID: id, Steps: []string{"a", "b"},
+		From: []persistence.StepStatus{persistence.StepSucceeded}, To: persistence.StepCompensating, Now: at(9 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	compClaim := func(step, fence string, now time.Time) {
+		t.Helper()
+		if _, err := st.StepClaim(c, persistence.StepClaimParams{RunID: id, Step: step, Compensation: true, Fence: fence,
+			Worker: "w-" + fence, LeaseUntil: now.Add(time.Minute), Now: now}); err != nil {
+			t.Fatalf("compensation claim of %s: %v", step, err)
+		}
+	}
+	// b is undone first, then a's compensation fails once and is retried.
+	compClaim("b", "cb", at(10*time.Second))
+	if _, err := st.StepComplete(c, persistence.StepCompleteParams{RunID: id, Step: "b", Fence: "cb", Compensation: true, Now: at(11 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	compClaim("a", "ca1", at(12*time.Second))
+	retry = at(13 * time.Second)
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: id, Step: "a", Fence: "ca1", Compensation: true, Error: "refund down", RetryAt: &retry, Now: retry}); err != nil {
+		t.Fatal(err)
+	}
+	compClaim("a", "ca2", at(14*time.Second))
+	want = []string{
+		"a step 1 w-fa1 failed 3s..4s",
+		"a step 2 w-fa2 succeeded 5s..6s",
+		"a compensation 1 w-ca1 failed 12s..13s",
+		"a compensation 2 w-ca2 running 14s..-",
+		"b step 1 w-fb succeeded 1s..2s",
+		"b compensation 1 w-cb succeeded 10s..11s",
+		"c step 1 w-fc failed 7s..8s",
+		"d step 1 w-fd running 2s..-",
+	}
+	if diff := cmp.Diff(want, allAttempts(t, st, id)); diff != "" {
+		t.Errorf("history while compensating (-want +got):\n%s", diff)
 	}
 }
 
