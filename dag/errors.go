@@ -3,30 +3,50 @@ package dag
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors wrapped by *[ValidationError]; branch on them with
-// errors.Is.
+// errors.Is. Like every error of the package, their text starts with
+// "dag: "; the messages that wrap them name the workflow, the step and the
+// value instead of repeating it.
 var (
-	ErrCycle             = errors.New("dependency cycle")
-	ErrSelfDependency    = errors.New("step depends on itself")
-	ErrUnknownDependency = errors.New("unknown dependency")
-	ErrDuplicateStep     = errors.New("duplicate step")
-	ErrEmptyWorkflow     = errors.New("workflow has no steps")
-	ErrInvalidName       = errors.New("invalid name")
-	ErrTooManySteps      = errors.New("too many steps")
-	ErrBadCondition      = errors.New("bad when condition")
-	ErrNilHandler        = errors.New("nil handler")
+	ErrCycle             = errors.New("dag: dependency cycle")
+	ErrSelfDependency    = errors.New("dag: step depends on itself")
+	ErrUnknownDependency = errors.New("dag: unknown dependency")
+	ErrDuplicateStep     = errors.New("dag: duplicate step")
+	ErrEmptyWorkflow     = errors.New("dag: workflow has no steps")
+	ErrInvalidName       = errors.New("dag: invalid name")
+	ErrTooManySteps      = errors.New("dag: too many steps")
+	ErrBadCondition      = errors.New("dag: bad when condition")
+	ErrNilHandler        = errors.New("dag: nil handler")
 	// ErrInvalidOption reports a retry policy, timeout or version out of
 	// range (negative durations, jitter above 1, a multiplier below 1...).
-	ErrInvalidOption = errors.New("invalid option")
+	ErrInvalidOption = errors.New("dag: invalid option")
 	// ErrUnknownHandler reports a YAML step naming a handler that is not in
 	// the registry.
-	ErrUnknownHandler = errors.New("unknown handler")
+	ErrUnknownHandler = errors.New("dag: unknown handler")
 	// ErrEvalCondition is wrapped by the errors of [Step.EvalWhen]: the
 	// condition compiled but failed on this run's data.
-	ErrEvalCondition = errors.New("when condition failed")
+	ErrEvalCondition = errors.New("dag: when condition failed")
 )
+
+// prefix starts every message of the package.
+const prefix = "dag: "
+
+// unprefixed returns err's message without its leading "dag: ", for a
+// message that already has one.
+func unprefixed(err error) string { return strings.TrimPrefix(err.Error(), prefix) }
+
+// sentinelError is an error with a message of its own that wraps a
+// sentinel for errors.Is without repeating the sentinel's text.
+type sentinelError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 // ValidationError is one problem found while building a workflow. Its
 // message names the workflow, the step (when there is one) and the
@@ -60,10 +80,21 @@ type YAMLError struct {
 	Column int // 1-based; 0 when unknown
 	Field  string
 	Err    error
+
+	// ours is set by this package's loaders: their errors start with
+	// "dag: ", like every error of the package. A YAMLError made
+	// elsewhere (another package's loader reusing the type) starts with
+	// its location.
+	ours bool
 }
 
-// Error returns "<file>:<line>:<column>: <field>: <cause>", leaving out
-// what is unknown.
+// Error returns "dag: <file>:<line>:<column>: <field>: <cause>", leaving
+// out what is unknown, like
+//
+//	dag: order.yaml:12:12: steps[1].after: workflow "order": step "ship" depends on unknown step "pack"
+//
+// The cause's own "dag: " is not repeated. A YAMLError made outside this
+// package has no "dag: " in front.
 func (e *YAMLError) Error() string {
 	loc := e.File
 	if loc == "" {
@@ -75,10 +106,17 @@ func (e *YAMLError) Error() string {
 	case e.Line > 0:
 		loc = fmt.Sprintf("%s:%d", loc, e.Line)
 	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %v", loc, e.Field, e.Err)
+	if e.ours {
+		loc = prefix + loc
 	}
-	return fmt.Sprintf("%s: %v", loc, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = unprefixed(e.Err)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Field, cause)
+	}
+	return fmt.Sprintf("%s: %s", loc, cause)
 }
 
 // Unwrap returns the cause.

@@ -109,8 +109,8 @@ func (s *Step) EvalWhen(input json.RawMessage, outputs map[string]json.RawMessag
 		return true, nil
 	}
 	fail := func(format string, args ...any) (bool, error) {
-		return false, fmt.Errorf("dag: workflow %q: step %q: when %q: %w: %s",
-			s.workflow, s.Name, s.When, ErrEvalCondition, fmt.Sprintf(format, args...))
+		return false, &sentinelError{sentinel: ErrEvalCondition, msg: fmt.Sprintf("dag: workflow %q: step %q: when %q: %s: %s",
+			s.workflow, s.Name, s.When, unprefixed(ErrEvalCondition), fmt.Sprintf(format, args...))}
 	}
 	in, err := decodeJSON(input)
 	if err != nil {

@@ -21,10 +21,10 @@ import (
 
 // Errors of the YAML loader, found in a *[YAMLError]'s Err.
 var (
-	ErrUnknownField = errors.New("unknown field")
-	ErrMissingField = errors.New("missing field")
+	ErrUnknownField = errors.New("dag: unknown field")
+	ErrMissingField = errors.New("dag: missing field")
 	// ErrDuplicateWorkflow reports two files defining the same workflow.
-	ErrDuplicateWorkflow = errors.New("duplicate workflow")
+	ErrDuplicateWorkflow = errors.New("dag: duplicate workflow")
 )
 
 // LoadYAML reads one workflow from YAML and builds it, resolving handler
@@ -123,7 +123,7 @@ func loadFS(fsys fs.FS, reg *steps.Registry, display func(string) string) ([]*Wo
 			continue
 		}
 		if prev, dup := seen[w.Name()]; dup {
-			errs = append(errs, &YAMLError{File: display(name), Field: "name",
+			errs = append(errs, &YAMLError{File: display(name), Field: "name", ours: true,
 				Err: fmt.Errorf("%w: workflow %q is also defined in %s", ErrDuplicateWorkflow, w.Name(), prev)})
 			continue
 		}
@@ -145,7 +145,7 @@ type loader struct {
 }
 
 func (l *loader) fail(n *yaml.Node, field string, err error) {
-	e := &YAMLError{File: l.file, Field: field, Err: err}
+	e := &YAMLError{File: l.file, Field: field, Err: err, ours: true}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -204,7 +204,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func (l *loader) syntax(err error) {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		l.errs = append(l.errs, &YAMLError{File: l.file, Line: line, Err: errors.New(m[2])})
+		l.errs = append(l.errs, &YAMLError{File: l.file, Line: line, Err: errors.New(m[2]), ours: true})
 		return
 	}
 	l.fail(nil, "", err)

@@ -93,106 +93,106 @@ func TestLoadYAMLErrors(t *testing.T) {
 		{
 			name: "unknown top-level field", wantIs: dag.ErrUnknownField,
 			yaml:    "name: order\ntimeout: 3s\nsteps:\n  - {name: a, handler: order.ship}\n",
-			wantMsg: "order.yaml:2:1: timeout: unknown field (want one of [name version defaults steps])",
+			wantMsg: "dag: order.yaml:2:1: timeout: unknown field (want one of [name version defaults steps])",
 		},
 		{
 			name: "unknown step field", wantIs: dag.ErrUnknownField,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    depends_on: [b]\n",
-			wantMsg: "order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name handler after needs when retry timeout compensate queue])",
+			wantMsg: "dag: order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name handler after needs when retry timeout compensate queue])",
 		},
 		{
 			name: "unknown retry field", wantIs: dag.ErrUnknownField,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    retry: {attempts: 3}\n",
-			wantMsg: "order.yaml:5:13: steps[0].retry.attempts: unknown field (want one of [max_attempts initial_backoff max_backoff multiplier jitter])",
+			wantMsg: "dag: order.yaml:5:13: steps[0].retry.attempts: unknown field (want one of [max_attempts initial_backoff max_backoff multiplier jitter])",
 		},
 		{
 			name: "unknown handler", wantIs: dag.ErrUnknownHandler,
 			yaml:    head + "  - name: a\n    handler: order.pack\n",
-			wantMsg: `order.yaml:4:14: steps[0].handler: unknown handler "order.pack" (not in the registry)`,
+			wantMsg: `dag: order.yaml:4:14: steps[0].handler: unknown handler "order.pack" (not in the registry)`,
 		},
 		{
 			name: "unknown compensation handler", wantIs: dag.ErrUnknownHandler,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    compensate: order.unship\n",
-			wantMsg: `order.yaml:5:17: steps[0].compensate: unknown handler "order.unship" (not in the registry)`,
+			wantMsg: `dag: order.yaml:5:17: steps[0].compensate: unknown handler "order.unship" (not in the registry)`,
 		},
 		{
 			name: "bad duration", yaml: head + "  - name: a\n    handler: order.ship\n    timeout: 10\n",
-			wantMsg: `order.yaml:5:14: steps[0].timeout: want a duration like "30s" or "1m30s", got "10"`,
+			wantMsg: `dag: order.yaml:5:14: steps[0].timeout: want a duration like "30s" or "1m30s", got "10"`,
 		},
 		{
 			name: "bad integer", yaml: head + "  - name: a\n    handler: order.ship\n    retry:\n      max_attempts: many\n",
-			wantMsg: `order.yaml:6:21: steps[0].retry.max_attempts: want an integer, got "many"`,
+			wantMsg: `dag: order.yaml:6:21: steps[0].retry.max_attempts: want an integer, got "many"`,
 		},
 		{
 			name: "missing handler", wantIs: dag.ErrMissingField, yaml: head + "  - name: a\n",
-			wantMsg: `order.yaml:3:5: steps[0].handler: missing field: every step needs a handler`,
+			wantMsg: `dag: order.yaml:3:5: steps[0].handler: missing field: every step needs a handler`,
 		},
 		{
 			name: "missing name", wantIs: dag.ErrMissingField, yaml: "steps:\n  - {name: a, handler: order.ship}\n",
-			wantMsg: `order.yaml:1:1: name: missing field: the workflow needs a name`,
+			wantMsg: `dag: order.yaml:1:1: name: missing field: the workflow needs a name`,
 		},
 		{
 			name: "steps not a list", yaml: "name: order\nsteps: {a: 1}\n",
-			wantMsg: `order.yaml:2:8: steps: want a list of steps, got a mapping`,
+			wantMsg: `dag: order.yaml:2:8: steps: want a list of steps, got a mapping`,
 		},
 		{
 			name: "repeated field", yaml: head + "  - name: a\n    name: b\n    handler: order.ship\n",
-			wantMsg: `order.yaml:4:5: steps[0].name: repeated field`,
+			wantMsg: `dag: order.yaml:4:5: steps[0].name: repeated field`,
 		},
 		{
 			name: "syntax error", yaml: "name: order\nsteps: [\n",
-			wantMsg: `order.yaml:2: did not find expected node content`,
+			wantMsg: `dag: order.yaml:2: did not find expected node content`,
 		},
-		{name: "empty", yaml: "", wantMsg: `order.yaml: empty document`},
-		{name: "not a mapping", yaml: "- a\n", wantMsg: `order.yaml:1:1: want a mapping with name and steps, got a list`},
+		{name: "empty", yaml: "", wantMsg: `dag: order.yaml: empty document`},
+		{name: "not a mapping", yaml: "- a\n", wantMsg: `dag: order.yaml:1:1: want a mapping with name and steps, got a list`},
 		{
 			name: "two documents", yaml: head + "  - {name: a, handler: order.ship}\n---\nname: other\n",
-			wantMsg: `order.yaml:4:1: more than one YAML document (one workflow per file)`,
+			wantMsg: `dag: order.yaml:4:1: more than one YAML document (one workflow per file)`,
 		},
 		// Build errors, located at the step's field.
 		{
 			name: "unknown dependency", wantIs: dag.ErrUnknownDependency,
 			yaml:    head + "  - name: ship\n    handler: order.ship\n    after: [pack]\n",
-			wantMsg: `order.yaml:5:12: steps[0].after: dag: workflow "order": step "ship" depends on unknown step "pack"`,
+			wantMsg: `dag: order.yaml:5:12: steps[0].after: workflow "order": step "ship" depends on unknown step "pack"`,
 		},
 		{
 			name: "cycle", wantIs: dag.ErrCycle,
 			yaml:    head + "  - {name: a, handler: order.ship, needs: b}\n  - {name: b, handler: order.ship, after: a}\n",
-			wantMsg: `order.yaml:3:43: steps[0].needs: dag: workflow "order": dependency cycle: a -> b -> a`,
+			wantMsg: `dag: order.yaml:3:43: steps[0].needs: workflow "order": dependency cycle: a -> b -> a`,
 		},
 		{
 			name: "duplicate step", wantIs: dag.ErrDuplicateStep,
 			yaml:    head + "  - {name: a, handler: order.ship}\n  - {name: a, handler: order.ship}\n",
-			wantMsg: `order.yaml:4:12: steps[1].name: dag: workflow "order": step "a" declared twice`,
+			wantMsg: `dag: order.yaml:4:12: steps[1].name: workflow "order": step "a" declared twice`,
 		},
 		{
 			name: "bad condition", wantIs: dag.ErrBadCondition,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    when: input.total >=\n",
-			wantMsg: `order.yaml:5:11: steps[0].when: dag: workflow "order": step "a": when "input.total >=" does not compile: unexpected token EOF (1:14)`,
+			wantMsg: `dag: order.yaml:5:11: steps[0].when: workflow "order": step "a": when "input.total >=" does not compile: unexpected token EOF (1:14)`,
 		},
 		{
 			name: "invalid step name", wantIs: dag.ErrInvalidName,
 			yaml:    head + "  - name: a/b\n    handler: order.ship\n",
-			wantMsg: `order.yaml:3:11: steps[0].name: dag: workflow "order": invalid step name "a/b" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
+			wantMsg: `dag: order.yaml:3:11: steps[0].name: workflow "order": invalid step name "a/b" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
 		},
 		{
 			name: "invalid queue", wantIs: dag.ErrInvalidName,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    queue: \"q:1\"\n",
-			wantMsg: `order.yaml:5:12: steps[0].queue: dag: workflow "order": step "a": invalid queue name "q:1" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
+			wantMsg: `dag: order.yaml:5:12: steps[0].queue: workflow "order": step "a": invalid queue name "q:1" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
 		},
 		{
 			name: "invalid workflow name", wantIs: dag.ErrInvalidName,
 			yaml:    "name: \"or der\"\nsteps:\n  - {name: a, handler: order.ship}\n",
-			wantMsg: `order.yaml:1:7: name: dag: workflow "or der": invalid workflow name "or der" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
+			wantMsg: `dag: order.yaml:1:7: name: workflow "or der": invalid workflow name "or der" (want a letter followed by up to 63 letters, digits, '_' or '-')`,
 		},
 		{
 			name: "empty steps", wantIs: dag.ErrEmptyWorkflow, yaml: "name: order\nsteps: []\n",
-			wantMsg: `order.yaml:1:1: steps: dag: workflow "order": no steps`,
+			wantMsg: `dag: order.yaml:1:1: steps: workflow "order": no steps`,
 		},
 		{
 			name: "bad jitter", wantIs: dag.ErrInvalidOption,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    retry: {jitter: 2}\n",
-			wantMsg: `order.yaml:5:12: steps[0].retry: dag: workflow "order": step "a": retry policy: jitter 2, want between 0 and 1`,
+			wantMsg: `dag: order.yaml:5:12: steps[0].retry: workflow "order": step "a": retry policy: jitter 2, want between 0 and 1`,
 		},
 	}
 	for _, tt := range tests {
@@ -304,8 +304,8 @@ func TestLoadFSAndDir(t *testing.T) {
 	if !errors.Is(err, dag.ErrDuplicateWorkflow) {
 		t.Errorf("LoadDir() error = %v, want ErrDuplicateWorkflow", err)
 	}
-	want := filepath.Join(dir, "c.yaml") + `: name: duplicate workflow: workflow "second" is also defined in ` + filepath.Join(dir, "b.yml") + "\n" +
-		filepath.Join(dir, "d.yaml") + ":2:8: steps: want a list of steps, got \"1\""
+	want := "dag: " + filepath.Join(dir, "c.yaml") + `: name: duplicate workflow: workflow "second" is also defined in ` + filepath.Join(dir, "b.yml") + "\n" +
+		"dag: " + filepath.Join(dir, "d.yaml") + ":2:8: steps: want a list of steps, got \"1\""
 	if err == nil || err.Error() != want {
 		t.Errorf("LoadDir() error\n got: %v\nwant: %s", err, want)
 	}

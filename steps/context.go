@@ -11,7 +11,7 @@ import (
 // ErrNoOutput is returned by [Context.DecodeOutput] for a step whose output
 // is not in the context (it is not upstream, it was skipped, or it has not
 // run).
-var ErrNoOutput = errors.New("no output")
+var ErrNoOutput = errors.New("steps: no output")
 
 // Context is what a handler knows about the step it runs. The engine builds
 // it for every attempt; handlers treat it as read-only.
@@ -101,7 +101,7 @@ func (c Context) DecodeInput(v any) error {
 func (c Context) DecodeOutput(step string, v any) error {
 	raw, ok := c.Outputs[step]
 	if !ok {
-		return fmt.Errorf("steps: step %q: decode output of step %q: %w", c.Step, step, ErrNoOutput)
+		return wrapf(ErrNoOutput, "steps: step %q: decode output of step %q: %s", c.Step, step, unprefixed(ErrNoOutput))
 	}
 	if err := decode(raw, v); err != nil {
 		return fmt.Errorf("steps: step %q: decode output of step %q into %s: %w", c.Step, step, typeName(v), err)

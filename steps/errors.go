@@ -3,6 +3,7 @@ package steps
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -87,4 +88,24 @@ func RetryDelay(err error) (time.Duration, bool) {
 		return re.Delay, true
 	}
 	return 0, false
+}
+
+// unprefixed returns err's message without its leading "steps: ", for a
+// message that already has one.
+func unprefixed(err error) string { return strings.TrimPrefix(err.Error(), "steps: ") }
+
+// sentinelError is an error with a message of its own that wraps a
+// sentinel for errors.Is without repeating the sentinel's text.
+type sentinelError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
+
+// wrapf returns an error reading format (which starts with "steps: ")
+// that wraps sentinel.
+func wrapf(sentinel error, format string, args ...any) error {
+	return &sentinelError{msg: fmt.Sprintf(format, args...), sentinel: sentinel}
 }

@@ -80,7 +80,7 @@ func (e *PanicError) Unwrap() error {
 }
 
 // ErrNilHandler is returned when a nil handler is registered or called.
-var ErrNilHandler = errors.New("nil handler")
+var ErrNilHandler = errors.New("steps: nil handler")
 
 // Call runs h with the context defaults filled in (see [Context]) and
 // turns what can go wrong around it into errors:
@@ -92,7 +92,7 @@ var ErrNilHandler = errors.New("nil handler")
 // The engine runs every handler and compensation through Call.
 func Call(ctx context.Context, h Handler, sc Context) (out json.RawMessage, err error) {
 	if isNil(h) {
-		return nil, fmt.Errorf("steps: step %q: %w", sc.Step, ErrNilHandler)
+		return nil, wrapf(ErrNilHandler, "steps: step %q: %s", sc.Step, unprefixed(ErrNilHandler))
 	}
 	sc = sc.withDefaults()
 	defer func() {

@@ -2,7 +2,6 @@ package steps
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"sync"
@@ -10,8 +9,8 @@ import (
 
 // Registry errors, wrapped by [Registry.Register].
 var (
-	ErrDuplicateHandler   = errors.New("handler already registered")
-	ErrInvalidHandlerName = errors.New("invalid handler name")
+	ErrDuplicateHandler   = errors.New("steps: handler already registered")
+	ErrInvalidHandlerName = errors.New("steps: invalid handler name")
 )
 
 // handlerName allows dotted names ("order.reserve") so that handlers can be
@@ -36,15 +35,15 @@ func NewRegistry() *Registry {
 // name already taken is an error.
 func (r *Registry) Register(name string, h Handler) error {
 	if !handlerName.MatchString(name) {
-		return fmt.Errorf("steps: register %q: %w (want a letter followed by up to 127 letters, digits, '_', '-' or '.')", name, ErrInvalidHandlerName)
+		return wrapf(ErrInvalidHandlerName, "steps: register %q: %s (want a letter followed by up to 127 letters, digits, '_', '-' or '.')", name, unprefixed(ErrInvalidHandlerName))
 	}
 	if isNil(h) {
-		return fmt.Errorf("steps: register %q: %w", name, ErrNilHandler)
+		return wrapf(ErrNilHandler, "steps: register %q: %s", name, unprefixed(ErrNilHandler))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.handlers[name]; ok {
-		return fmt.Errorf("steps: register %q: %w", name, ErrDuplicateHandler)
+		return wrapf(ErrDuplicateHandler, "steps: register %q: %s", name, unprefixed(ErrDuplicateHandler))
 	}
 	r.handlers[name] = h
 	return nil
