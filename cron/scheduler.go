@@ -177,7 +177,7 @@ func (s *Scheduler) Sync(ctx context.Context, decls []persistence.Schedule) erro
 	}
 	stored, err := s.cfg.Store.ScheduleList(ctx)
 	if err != nil {
-		return fmt.Errorf("cron: %w", err)
+		return fmt.Errorf("cron: list schedules: %w", err)
 	}
 	yes := true
 	for _, sc := range stored {
@@ -223,7 +223,7 @@ func (s *Scheduler) Pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	list, err := s.cfg.Store.ScheduleList(ctx)
 	if err != nil {
-		return res, fmt.Errorf("cron: %w", err)
+		return res, fmt.Errorf("cron: list schedules: %w", err)
 	}
 	var errs []error
 	for _, sc := range list {
@@ -516,7 +516,7 @@ type Info struct {
 func (s *Scheduler) List(ctx context.Context, n int) ([]Info, error) {
 	list, err := s.cfg.Store.ScheduleList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cron: %w", err)
+		return nil, fmt.Errorf("cron: list schedules: %w", err)
 	}
 	now := s.cfg.Clock.Now()
 	out := make([]Info, len(list))
@@ -531,7 +531,7 @@ func (s *Scheduler) List(ctx context.Context, n int) ([]Info, error) {
 func (s *Scheduler) Get(ctx context.Context, name string, n int) (Info, error) {
 	sc, err := s.cfg.Store.ScheduleGet(ctx, name)
 	if err != nil {
-		return Info{}, fmt.Errorf("cron: %w", err)
+		return Info{}, fmt.Errorf("cron: get schedule %q: %w", name, err)
 	}
 	return s.info(sc, s.cfg.Clock.Now(), n), nil
 }

@@ -40,15 +40,16 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 
 func (b *backendFlags) openStore(ctx context.Context) (persistence.Store, error) {
 	if b.sqlite != "" {
+		// sqlite's and mysql's errors name their package (and the file).
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: b.sqlite, AutoMigrate: b.migrate})
 		if err != nil {
-			return nil, fmt.Errorf("sqlite %s: %w", b.sqlite, err)
+			return nil, err
 		}
 		return st, nil
 	}
 	st, err := mysql.Open(ctx, mysql.Config{DSN: b.mysqlDSN, AutoMigrate: b.migrate})
 	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
+		return nil, err
 	}
 	return st, nil
 }

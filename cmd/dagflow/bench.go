@@ -928,17 +928,17 @@ func ptr[T any](v T) *T { return &v }
 func writeBack(ctx context.Context, db *sql.DB) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("bench: write back the history: %w", err)
+		return fmt.Errorf("write back the history: %w", err)
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, `FLUSH TABLES workflow_runs, step_runs, step_attempts FOR EXPORT`); err != nil {
-		return fmt.Errorf("bench: write back the history: %w", err)
+		return fmt.Errorf("write back the history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, `UNLOCK TABLES`); err != nil {
 		// The session may still hold the tables: drop the connection
 		// rather than give it back to the pool.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		return fmt.Errorf("bench: write back the history: %w", err)
+		return fmt.Errorf("write back the history: %w", err)
 	}
 	return nil
 }

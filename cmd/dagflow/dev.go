@@ -57,7 +57,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer rdb.Close()
 	store, err := sqlite.Open(ctx, sqlite.Config{Path: *dbPath, AutoMigrate: true})
 	if err != nil {
-		return fmt.Errorf("sqlite %s: %w", *dbPath, err)
+		return err // names sqlite and the file
 	}
 	defer store.Close()
 

@@ -207,7 +207,7 @@ const MigrationTable = "dagflow_migrations"
 func migrateDB(ctx context.Context, db *sql.DB) (err error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return err
+		return fmt.Errorf("mysql: migrations: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectMySQL, db, sub,
 		goose.WithTableName(MigrationTable),

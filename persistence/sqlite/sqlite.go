@@ -76,7 +76,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open: %w", err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	if memory {
 		// Every connection to ":memory:" is a new database.
@@ -131,7 +131,7 @@ const MigrationTable = "dagflow_migrations"
 func (s *Store) Migrate(ctx context.Context) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return err
+		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, s.DB(), sub,
 		goose.WithTableName(MigrationTable),
