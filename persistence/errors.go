@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Drivers return them (or typed errors that wrap them) so
@@ -83,3 +84,78 @@ func (e *ValidationError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// ClaimRefusal says why a claim was refused; see ClaimRefusedError.
+type ClaimRefusal string
+
+// Why a store refuses a claim. An engine counts each (Stats) and acts on
+// some: a step not due yet is tried again at DueAt, never dropped.
+const (
+	// RefusedNotDue: the step's retry (or the run's delayed start, with
+	// RefusedRunPending) is due after the claim's Now; DueAt says when.
+	RefusedNotDue ClaimRefusal = "not_due"
+	// RefusedOwned: another worker holds the step under a lease that has
+	// not expired; DueAt is the lease's end.
+	RefusedOwned ClaimRefusal = "owned"
+	// RefusedFinished: the step ended (succeeded, skipped, dead,
+	// cancelled, compensated...), or its run did.
+	RefusedFinished ClaimRefusal = "finished"
+	// RefusedNotReady: the step waits for its dependencies, or is in a
+	// state the claim's kind (forward or compensation) does not take.
+	RefusedNotReady ClaimRefusal = "not_ready"
+	// RefusedRunPending: the run has not started; DueAt is its start time.
+	RefusedRunPending ClaimRefusal = "run_pending"
+	// RefusedRunNotRunning: the run is in a phase (forward or
+	// compensating) other than the claim's.
+	RefusedRunNotRunning ClaimRefusal = "run_not_running"
+	// RefusedDuplicate: the same step was named twice in one batch.
+	RefusedDuplicate ClaimRefusal = "duplicate"
+	// RefusedNotFound: the step or its run does not exist (deleted by
+	// retention, or a task of another database).
+	RefusedNotFound ClaimRefusal = "not_found"
+)
+
+// ClaimRefusedError reports a claim the store refused, with the reason.
+// It wraps ErrNotClaimable.
+type ClaimRefusedError struct {
+	RunID  string
+	Step   string
+	Reason ClaimRefusal
+	// Status is the step's status (or, for the run reasons, the run's).
+	Status string
+	// DueAt is when the step (or run) becomes claimable, for
+	// RefusedNotDue, RefusedRunPending and RefusedOwned; zero otherwise.
+	DueAt time.Time
+}
+
+func (e *ClaimRefusedError) Error() string {
+	switch e.Reason {
+	case RefusedRunPending, RefusedRunNotRunning:
+		return fmt.Sprintf("persistence: step is not claimable: run %s step %q: run is %s (%s)", e.RunID, e.Step, e.Status, e.Reason)
+	}
+	if !e.DueAt.IsZero() {
+		return fmt.Sprintf("persistence: step is not claimable: run %s step %q is %s (%s until %s)", e.RunID, e.Step, e.Status, e.Reason, e.DueAt.UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("persistence: step is not claimable: run %s step %q is %s (%s)", e.RunID, e.Step, e.Status, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrNotClaimable) true.
+func (e *ClaimRefusedError) Unwrap() error { return ErrNotClaimable }
+
+// RefusalOf returns the reason of a refused claim: the ClaimRefusedError's,
+// "not_found" for ErrStepNotFound or ErrRunNotFound, or "" for any other
+// error.
+func RefusalOf(err error) ClaimRefusal {
+	var ce *ClaimRefusedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Reason
+	case errors.Is(err, ErrStepNotFound), errors.Is(err, ErrRunNotFound):
+		return RefusedNotFound
+	case errors.Is(err, ErrRunFinished):
+		return RefusedRunNotRunning
+	case errors.Is(err, ErrNotClaimable):
+		return RefusedNotReady
+	}
+	return ""
+}

@@ -141,6 +141,11 @@ type Store interface {
 	// ScheduleTickList lists a schedule's history, newest first.
 	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
 
+	// Now returns the database server's clock. Engines compare their own
+	// clock with it to find a node whose clock is too far off to judge
+	// leases and due times (see engine.Config.MaxClockSkew).
+	Now(ctx context.Context) (time.Time, error)
+
 	// Close releases the store's connections.
 	Close() error
 }
@@ -158,7 +163,12 @@ type DBTX interface {
 // commit or roll back together (the outbox pattern). The caller commits; the
 // engine finds the run's queued steps afterwards.
 type TxStore interface {
+	// RunCreateTx is RunCreate inside the caller's transaction tx, which
+	// must be on DB().
 	RunCreateTx(ctx context.Context, tx DBTX, p RunCreateParams) (RunCreateResult, error)
+	// DB is the store's database, on which callers begin the
+	// transactions they pass to RunCreateTx.
+	DB() *sql.DB
 }
 
 // StepSpec describes one step of a run to create.
@@ -277,7 +287,11 @@ type RunDeleteFinishedParams struct {
 // the step is queued, or retrying with NextAttemptAt at or before Now, or
 // running with a lease that expired before Now (a takeover: the lost
 // attempt is recorded as lost). It increments Attempt, sets status running
-// and writes Fence and LeaseUntil.
+// and writes Fence and LeaseUntil. The claim of a root step of a pending
+// run whose StartAt is at or before Now first starts the run, as RunStart
+// would (this is how a delayed run starts on time). A refused claim
+// returns a *ClaimRefusedError saying why, and when the step becomes
+// claimable where that is known.
 //
 // A compensation claim succeeds when the run is compensating and the step
 // is compensating with no lease (or an expired one) and no retry due after

@@ -103,6 +103,88 @@ func (s *Store) StepClaimMany(ctx context.Context, p persistence.StepClaimManyPa
 	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now)
 }
 
+// startDueRuns starts the delayed (pending) runs among runs whose start
+// has come, in the claim's transaction: the first tasks of a delayed run
+// are its root steps, due at its StartAt, and the claim of one of them is
+// what starts the run on time (RunStart is the reconciler's safety net).
+// The runs become running and their root steps queued; runs and rows (the
+// claim's locked steps) are updated to match.
+func (s *Store) startDueRuns(ctx context.Context, q querier, runs map[string]persistence.Run, rows map[stepKey]*stepRow, now time.Time) error {
+	var due []string
+	for id, r := range runs {
+		if r.Status == persistence.RunPending && !r.StartAt.After(now) {
+			due = append(due, id)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	slices.Sort(due)
+	args := append([]any{string(persistence.RunRunning), s.t(now), s.t(now)}, anys(due)...)
+	if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, started_at = ?, updated_at = ?
+		WHERE id IN (`+in(len(due))+`) AND status = ?`, append(args, string(persistence.RunPending))...); err != nil {
+		return err
+	}
+	args = append([]any{string(persistence.StepQueued), s.t(now), s.t(now)}, anys(due)...)
+	if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, queued_at = ?, updated_at = ?
+		WHERE run_id IN (`+in(len(due))+`) AND status = ? AND pending_deps = 0`, append(args, string(persistence.StepWaiting))...); err != nil {
+		return err
+	}
+	for _, id := range due {
+		r := runs[id]
+		r.Status, r.StartedAt, r.UpdatedAt = persistence.RunRunning, &now, now
+		runs[id] = r
+	}
+	for k, r := range rows {
+		if slices.Contains(due, k.run) && r.Status == string(persistence.StepWaiting) && r.PendingDeps == 0 {
+			r.Status = string(persistence.StepQueued)
+			r.QueuedAt = nullTime{T: now, Valid: true}
+			r.UpdatedAt = dbTime{now}
+		}
+	}
+	return nil
+}
+
+// forwardRefusal says why r, a step of run, cannot be claimed for a
+// forward attempt at now, or returns nil when it can: the run is running
+// and the step is queued, retrying with its retry due, or running under a
+// lease that expired. This is the one place that decides a forward claim.
+func forwardRefusal(r *stepRow, run persistence.Run, now time.Time) *persistence.ClaimRefusedError {
+	e := &persistence.ClaimRefusedError{RunID: r.RunID, Step: r.Step, Status: r.Status}
+	switch {
+	case run.Status == persistence.RunPending:
+		e.Reason, e.Status, e.DueAt = persistence.RefusedRunPending, string(run.Status), run.StartAt
+		return e
+	case run.Status.Terminal():
+		e.Reason, e.Status = persistence.RefusedFinished, string(run.Status)
+		return e
+	case run.Status != persistence.RunRunning:
+		e.Reason, e.Status = persistence.RefusedRunNotRunning, string(run.Status)
+		return e
+	}
+	switch persistence.StepStatus(r.Status) {
+	case persistence.StepQueued:
+		return nil
+	case persistence.StepRetrying:
+		if r.NextAttemptAt.Valid && !r.NextAttemptAt.T.After(now) {
+			return nil
+		}
+		e.Reason, e.DueAt = persistence.RefusedNotDue, r.NextAttemptAt.T
+		return e
+	case persistence.StepRunning:
+		if r.LeaseExpiresAt.Valid && r.LeaseExpiresAt.T.Before(now) {
+			return nil
+		}
+		e.Reason, e.DueAt = persistence.RefusedOwned, r.LeaseExpiresAt.T
+		return e
+	case persistence.StepWaiting, persistence.StepCompensating:
+		e.Reason = persistence.RefusedNotReady
+	default:
+		e.Reason = persistence.RefusedFinished
+	}
+	return e
+}
+
 func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time) ([]persistence.StepClaimOutcome, error) {
 	if err := validToken("fence", fence, MaxFenceLen); err != nil {
 		return nil, err
@@ -157,6 +239,9 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 			}
 			runs[run.ID] = run
 		}
+		if err := s.startDueRuns(ctx, q, runs, byKey, now); err != nil {
+			return err
+		}
 		var claimed []stepKey
 		var ended []endedAttempt
 		taken := map[stepKey]bool{}
@@ -169,16 +254,17 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, it.run, it.step)
 				continue
 			}
-			claimable := !taken[it.stepKey] && (r.Status == string(persistence.StepQueued) ||
-				(r.Status == string(persistence.StepRetrying) && r.NextAttemptAt.Valid && !r.NextAttemptAt.T.After(now)) ||
-				(r.Status == string(persistence.StepRunning) && r.LeaseExpiresAt.Valid && r.LeaseExpiresAt.T.Before(now)))
-			if !claimable {
-				out[i].Err = fmt.Errorf("%w: run %s step %q is %s", persistence.ErrNotClaimable, it.run, it.step, r.Status)
+			run, ok := runs[it.run]
+			if !ok {
+				out[i].Err = fmt.Errorf("%w: run %s", persistence.ErrRunNotFound, it.run)
 				continue
 			}
-			run, ok := runs[it.run]
-			if !ok || run.Status != persistence.RunRunning {
-				out[i].Err = fmt.Errorf("%w: run %s is %s", persistence.ErrNotClaimable, it.run, run.Status)
+			if taken[it.stepKey] {
+				out[i].Err = &persistence.ClaimRefusedError{RunID: it.run, Step: it.step, Reason: persistence.RefusedDuplicate, Status: r.Status}
+				continue
+			}
+			if refused := forwardRefusal(r, run, now); refused != nil {
+				out[i].Err = refused
 				continue
 			}
 			taken[it.stepKey] = true

@@ -58,6 +58,9 @@ type Dialect struct {
 	// Upsert returns the clause appended to an INSERT that turns it into an
 	// update of the update columns when the conflict columns already exist.
 	Upsert func(conflict, update []string) string
+	// NowSQL is a query that returns the database server's clock as
+	// seconds since the Unix epoch (with a fraction).
+	NowSQL string
 	// InsertIgnore returns the clause appended to an INSERT that makes a
 	// duplicate of the conflict columns a no-op (without hiding other
 	// errors, unlike MySQL's INSERT IGNORE).
@@ -93,6 +96,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		RowValueIn:   true,
 		UseIndex:     func(index string) string { return " FORCE INDEX (" + index + ")" },
 		Time:         func(t time.Time) any { return t },
+		NowSQL:       "SELECT UNIX_TIMESTAMP(NOW(6))",
 		IsDuplicate:  isDuplicate,
 		IsRetryable:  isRetryable,
 		Upsert: func(_, update []string) string {
@@ -119,6 +123,7 @@ func SQLite(isDuplicate, isRetryable func(error) bool) Dialect {
 		SerializeWrites: true,
 		UseIndex:        func(index string) string { return " INDEXED BY " + index },
 		Time:            func(t time.Time) any { return t.Format(TimeLayout) },
+		NowSQL:          "SELECT (julianday('now') - 2440587.5) * 86400.0",
 		IsDuplicate:     isDuplicate,
 		IsRetryable:     isRetryable,
 		Upsert: func(conflict, update []string) string {

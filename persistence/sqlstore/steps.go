@@ -61,6 +61,38 @@ func (s *Store) stepGet(ctx context.Context, q querier, runID, step string, lock
 	return rows[0], nil
 }
 
+// compensationRefusal says why the compensation claim of a step changed
+// no row: the step is gone, not compensating, leased, or its retry is not
+// due.
+func (s *Store) compensationRefusal(ctx context.Context, q querier, runID, step string, now time.Time) error {
+	var rows []struct {
+		Status         string   `db:"status"`
+		LeaseExpiresAt nullTime `db:"lease_expires_at"`
+		NextAttemptAt  nullTime `db:"next_attempt_at"`
+	}
+	if err := s.selectAll(ctx, q, &rows, `SELECT status, lease_expires_at, next_attempt_at FROM step_runs
+		WHERE run_id = ? AND step = ?`, runID, step); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	r := rows[0]
+	e := &persistence.ClaimRefusedError{RunID: runID, Step: step, Status: r.Status}
+	switch {
+	case persistence.StepStatus(r.Status) != persistence.StepCompensating:
+		e.Reason = persistence.RefusedFinished
+		if persistence.StepStatus(r.Status).Pending() || r.Status == string(persistence.StepRunning) {
+			e.Reason = persistence.RefusedNotReady
+		}
+	case r.LeaseExpiresAt.Valid && !r.LeaseExpiresAt.T.Before(now):
+		e.Reason, e.DueAt = persistence.RefusedOwned, r.LeaseExpiresAt.T
+	default:
+		e.Reason, e.DueAt = persistence.RefusedNotDue, r.NextAttemptAt.T
+	}
+	return e
+}
+
 // StepClaim implements persistence.Store. A forward claim is the one-item
 // case of StepClaimMany; a compensation claim is one conditional UPDATE
 // (the claim), then the run, the step and the requested outputs, and the
@@ -99,14 +131,7 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 			return err
 		}
 		if n == 0 {
-			ok, err := s.exists(ctx, q, `SELECT 1 FROM step_runs WHERE run_id = ? AND step = ?`, p.RunID, p.Step)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
-			}
-			return fmt.Errorf("%w: run %s step %q", persistence.ErrNotClaimable, p.RunID, p.Step)
+			return s.compensationRefusal(ctx, q, p.RunID, p.Step, now)
 		}
 		run, err := s.runGet(ctx, q, p.RunID, false)
 		if err != nil {
@@ -114,7 +139,11 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 		}
 		if run.Status != wantRun {
 			// Rolls the claim back.
-			return fmt.Errorf("%w: run %s is %s", persistence.ErrNotClaimable, run.ID, run.Status)
+			reason := persistence.RefusedRunNotRunning
+			if run.Status.Terminal() {
+				reason = persistence.RefusedFinished
+			}
+			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: reason, Status: string(run.Status)}
 		}
 		names := append([]any{p.Step}, anys(p.WithOutputs)...)
 		var rows []stepRow

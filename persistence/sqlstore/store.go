@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +55,20 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Dialect returns the store's dialect.
 func (s *Store) Dialect() Dialect { return s.d }
+
+// Now implements persistence.Store: the database server's clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var v string
+	if err := s.db.QueryRowContext(ctx, s.d.NowSQL).Scan(&v); err != nil {
+		return time.Time{}, wrap("now", err)
+	}
+	sec, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlstore: now: server clock %q is not a number: %w", v, err)
+	}
+	whole := math.Floor(sec)
+	return time.Unix(int64(whole), int64((sec-whole)*1e9)).UTC().Truncate(time.Microsecond), nil
+}
 
 // Close closes the database handle.
 func (s *Store) Close() error { return s.db.Close() }
