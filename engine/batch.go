@@ -97,12 +97,11 @@ func (e *Engine) claimBatch(batch []*execution) {
 	for i, ex := range batch {
 		o := outs[i]
 		if o.Err != nil {
-			// Someone else owns the step, or it is finished or gone: the
-			// task is stale.
-			if !errors.Is(o.Err, persistence.ErrNotClaimable) && !errors.Is(o.Err, persistence.ErrStepNotFound) {
-				e.log.Warn("claim refused", "task", ex.task.ID, "err", o.Err)
+			// Not due yet (put back for its time), or stale: someone
+			// else owns the step, or it is finished or gone.
+			if !e.onRefused(e.runCtx, ex.task, ex.runID, ex.step, o.Err) {
+				drop = append(drop, ex.task)
 			}
-			drop = append(drop, ex.task)
 			<-e.slots
 			continue
 		}
@@ -149,7 +148,7 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 
 func (e *Engine) retrySoon(t queue.Task) {
 	if err := e.q.Retry(context.Background(), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
-		e.log.Warn("retry of task failed; its lease will expire", "task", t.ID, "err", err)
+		e.redisError("retry of a task failed; its lease will expire", err, "task", t.ID)
 	}
 }
 
@@ -165,7 +164,7 @@ func (e *Engine) ackTasks(tasks []queue.Task) {
 	}
 	for name, ids := range byQueue {
 		if err := e.q.Ack(context.Background(), name, ids...); err != nil {
-			e.log.Warn("ack failed", "queue", name, "tasks", len(ids), "err", err)
+			e.redisError("ack failed", err, "queue", name, "tasks", len(ids))
 		}
 	}
 }
@@ -374,7 +373,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 // of the batch's own steps), or nil when there is nothing to fill (or the
 // node is stopping or runs no workers). It returns the free slots taken.
 func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
-	if e.slots == nil || e.fetchCtx.Err() != nil {
+	if e.slots == nil || e.fetchCtx.Err() != nil || e.clockSkewed() {
 		return nil, 0
 	}
 	n := e.tryTakeSlots(max)
@@ -402,11 +401,7 @@ func (e *Engine) runEagerWhenFree(res persistence.StepClaimResult, fence string)
 			case <-e.fetchCtx.Done():
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
-		ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
-		e.enqueue(res.Step.Queue, ref.String(), now)
+		e.handBack(res, fence)
 	}()
 }
 
@@ -467,7 +462,7 @@ func (e *Engine) createRun(ctx context.Context, p persistence.RunCreateParams) (
 func (e *Engine) createDirect(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
 	res, err := e.store.RunCreate(ctx, p)
 	if err == nil && res.Created {
-		e.enqueueSteps(ctx, res.Steps)
+		e.enqueueCreated(ctx, []persistence.RunCreateResult{res})
 	}
 	return res, err
 }
@@ -497,39 +492,76 @@ func (e *Engine) triggerLoop() {
 		for i, r := range batch {
 			ps[i] = r.p
 		}
-		// Claim at create: root steps of the new runs start here at once,
-		// on free slots, without a trip through Redis and a claim
-		// transaction.
-		rc, slots := e.releaseClaim(2*len(batch), 0)
-		e.stats.createBatches.Add(1)
-		e.stats.createItems.Add(int64(len(batch)))
-		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
-		outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
-		cancel()
+		outs, err := e.createBatch(ps)
 		if err != nil {
-			e.freeSlots(slots)
 			for _, r := range batch {
 				r.done <- triggerResult{err: err}
 			}
 			continue
 		}
-		var roots []persistence.StepRun
-		used := 0
-		for _, o := range outs {
-			if o.Err == nil && o.Result.Created {
-				roots = append(roots, o.Result.Steps...)
-				for _, cl := range o.Claimed {
-					used++
-					e.stats.claimedAtCreate.Add(1)
-					e.runEager(cl, rc.Fence)
-				}
-			}
-		}
-		e.freeSlots(slots - used)
-		// A failed enqueue is logged; the reconciler dispatches the runs.
-		e.enqueueSteps(context.Background(), roots)
 		for i, r := range batch {
 			r.done <- triggerResult{res: outs[i].Result, err: outs[i].Err}
 		}
 	}
+}
+
+// createBatch creates runs in one transaction and dispatches them. With
+// free slots, root steps of the new runs are claimed in that transaction
+// and start here at once, without a trip through Redis and a claim
+// transaction (claim at create). A claim that commits after Stop began is
+// released and queued for another node: no handler starts once Stop has
+// begun.
+func (e *Engine) createBatch(ps []persistence.RunCreateParams) ([]persistence.RunCreateOutcome, error) {
+	rc, slots := e.releaseClaim(2*len(ps), 0)
+	e.stats.createBatches.Add(1)
+	e.stats.createItems.Add(int64(len(ps)))
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
+	cancel()
+	if err != nil {
+		e.freeSlots(slots)
+		return nil, err
+	}
+	var created []persistence.RunCreateResult
+	var claimed []persistence.StepClaimResult
+	for _, o := range outs {
+		if o.Err == nil && o.Result.Created {
+			created = append(created, o.Result)
+			claimed = append(claimed, o.Claimed...)
+		}
+	}
+	e.stats.claimedAtCreate.Add(int64(len(claimed)))
+	// Whether Stop has begun, and the handlers' start, under claimGate:
+	// Stop takes it once it has ended fetchCtx, before it waits for the
+	// handlers, so they are either started (and waited for) or not at all.
+	e.claimGate.RLock()
+	stopping := e.fetchCtx.Err() != nil
+	if !stopping {
+		for _, cl := range claimed {
+			e.runEager(cl, rc.Fence)
+		}
+	}
+	e.claimGate.RUnlock()
+	if stopping {
+		// Stop began during the transaction: run nothing new here.
+		e.freeSlots(slots)
+		for _, cl := range claimed {
+			e.handBack(cl, rc.Fence)
+		}
+	} else {
+		e.freeSlots(slots - len(claimed))
+	}
+	// A failed enqueue is logged; the reconciler dispatches the runs.
+	e.enqueueCreated(context.Background(), created)
+	return outs, nil
+}
+
+// handBack releases the lease of a step claimed for this node that it
+// will not run (it is stopping) and queues the step for another node.
+func (e *Engine) handBack(res persistence.StepClaimResult, fence string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
+	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
+	e.enqueue(res.Step.Queue, ref.String(), now)
 }

@@ -61,7 +61,11 @@ type Config struct {
 	// no schedules (Start still stores the ones it declares).
 	ScheduleInterval time.Duration
 	// PollInterval bounds how long an idle worker blocks before it looks at
-	// delayed tasks again. Default 1s.
+	// Redis again. It is a safety net, not a timer: an idle worker sleeps
+	// until the next delayed task (a retry, a delayed run) is due, and an
+	// enqueue of a task due sooner wakes it, so retries and delayed runs
+	// start on time whatever this is; only a lost wake-up (a dropped
+	// pub/sub connection) waits for it. Default 1s.
 	PollInterval time.Duration
 	// DeliveryLimit dead-letters a step (or compensation) once this many
 	// of its attempts lost their worker without an outcome (the worker
@@ -74,6 +78,17 @@ type Config struct {
 	// Rand returns a uniform draw in [0,1) for backoff jitter. Default
 	// math/rand/v2.
 	Rand func() float64
+	// MaxClockSkew is how far this node's clock may be from the
+	// database's. Leases and due times are written and compared with each
+	// node's own clock; a node off by more than this (checked at Start and
+	// every 10 seconds against the database server's clock) claims no
+	// steps, reconciles nothing and fires no schedules until its clock is
+	// right, and logs an error, so that it cannot take over healthy steps
+	// or start work early. Default: the smaller of 1s and
+	// (Lease-Heartbeat)/4, so that two nodes within it never see a
+	// heartbeated lease as expired. Negative disables the check (a fake
+	// clock in tests).
+	MaxClockSkew time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +129,9 @@ func (c Config) withDefaults() Config {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
+	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
+		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
+	}
 	return c
 }
 
@@ -136,6 +154,10 @@ func (c Config) validate() error {
 	}
 	if c.DeliveryLimit < 1 {
 		errs = append(errs, fmt.Errorf("engine: Config.DeliveryLimit %d must be at least 1", c.DeliveryLimit))
+	}
+	if c.MaxClockSkew > 0 && 2*c.MaxClockSkew+c.Heartbeat >= c.Lease {
+		errs = append(errs, fmt.Errorf("engine: Config.MaxClockSkew %v is too large for Lease %v and Heartbeat %v: two nodes %v apart could take over a step whose lease was just extended (want 2*MaxClockSkew + Heartbeat < Lease)",
+			c.MaxClockSkew, c.Lease, c.Heartbeat, 2*c.MaxClockSkew))
 	}
 	if len(c.NodeID) > 128 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,17 @@ type Engine struct {
 	inflightMu sync.Mutex
 	inflight   map[string]*execution // by task id
 
+	// claimGate is held (read) while a run creation that claimed steps for
+	// this node decides whether to start their handlers (batch.go). Stop
+	// takes it (write) once it has ended fetchCtx, so that every such
+	// creation has either started its handlers (which Stop then waits
+	// for) or sees the stop and hands its claims back. No I/O is done
+	// under it.
+	claimGate sync.RWMutex
+	// clockOK wakes a fetch loop paused by clock skew (health.go).
+	clockOK   chan struct{}
+	redisWarn redisWarnings
+
 	// Schedules (schedule.go): declarations made before Start, and the
 	// cron scheduler, made on first use.
 	schedMu    sync.Mutex
@@ -91,6 +103,7 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*dag.Workflow{},
 		queues:    map[string]bool{},
 		inflight:  map[string]*execution{},
+		clockOK:   make(chan struct{}, 1),
 		// Unbuffered: a request is taken by a trigger loop or not at all.
 		triggers:    make(chan *triggerReq),
 		stopTrigger: make(chan struct{}),
@@ -174,6 +187,8 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.state.Store(0)
 		return err
 	}
+	// Before any claim: a node whose clock is off claims nothing.
+	e.checkClock(ctx)
 	e.fetchCtx, e.fetchCancel = context.WithCancel(context.Background())
 	e.runCtx, e.runCancel = context.WithCancel(context.Background())
 	e.fetchDone = make(chan struct{})
@@ -195,6 +210,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.reconcileLoop()
 	}
+	if e.cfg.MaxClockSkew >= 0 {
+		e.wg.Add(1)
+		go e.clockLoop()
+	}
 	e.startScheduler()
 	e.log.Info("engine started", "concurrency", e.cfg.Concurrency, "queues", e.queueNames())
 	return nil
@@ -202,9 +221,12 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop stops taking new steps, waits for running steps until ctx ends,
 // then cancels the ones still running and releases their leases so that
-// another worker takes them at once. Calls made after Stop return
-// ErrStopped. An engine that was never started must be stopped too, to
-// release its Redis subscription.
+// another worker takes them at once. Once Stop has begun no handler
+// starts on this node (a step claimed meanwhile, by a run creation in
+// flight, is released and queued for another node), and when it returns
+// no handler of this node runs. Calls made after Stop return ErrStopped.
+// An engine that was never started holds nothing (New does no I/O and
+// subscribes to nothing), so it needs no Stop; calling it is harmless.
 func (e *Engine) Stop(ctx context.Context) error {
 	started := e.state.Load() == 1
 	e.state.Store(2)
@@ -215,6 +237,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 			return
 		}
 		e.fetchCancel()
+		// Let the claims in flight outside the fetch loop settle: after
+		// this, nothing but the fetch loop can start a handler.
+		e.claimGate.Lock()
+		//lint:ignore SA2001 an empty critical section is the barrier
+		e.claimGate.Unlock()
 		// The fetch loop starts handlers; wait for it to end before
 		// waiting for them.
 		done := make(chan struct{})
@@ -280,7 +307,7 @@ func (e *Engine) createParams(workflow string, input any, opts []TriggerOption) 
 	}
 	raw, err := encodeInput(input)
 	if err != nil {
-		return persistence.RunCreateParams{}, fmt.Errorf("workflow %q: %w", workflow, err)
+		return persistence.RunCreateParams{}, &inputError{workflow: workflow, err: err}
 	}
 	var o triggerOptions
 	for _, opt := range opts {
@@ -318,34 +345,47 @@ func (e *Engine) createParams(workflow string, input any, opts []TriggerOption) 
 	return p, nil
 }
 
+// encodeInput returns the JSON of a run's input; its error says why the
+// input is not JSON (inputError adds the rest).
 func encodeInput(input any) ([]byte, error) {
 	switch v := input.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
 		if !json.Valid(v) {
-			return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidInput)
+			return nil, errors.New("not valid JSON")
 		}
 		return v, nil
 	case []byte:
 		if !json.Valid(v) {
-			return nil, fmt.Errorf("%w: not valid JSON", ErrInvalidInput)
+			return nil, errors.New("not valid JSON")
 		}
 		return v, nil
 	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
-		}
-		return b, nil
+		return json.Marshal(v)
 	}
 }
 
+// inputError reports a run input that is not JSON:
+// `engine: workflow "order": invalid input: not valid JSON`. It wraps
+// ErrInvalidInput and the encoder's error.
+type inputError struct {
+	workflow string
+	err      error
+}
+
+func (e *inputError) Error() string {
+	return fmt.Sprintf("engine: workflow %q: invalid input: %v", e.workflow, e.err)
+}
+
+func (e *inputError) Unwrap() []error { return []error{ErrInvalidInput, e.err} }
+
 // Trigger starts a run of workflow with input (any JSON-encodable value, or
 // raw JSON as []byte/json.RawMessage) and returns its id. The run is
-// committed to the store before Trigger returns; if Redis is unreachable
-// the reconciler dispatches it later, so a nil error means the run will
-// execute.
+// committed to the store before Trigger returns and its first steps are
+// enqueued (for a run delayed by StartAt or Delay, due at its start time),
+// so a nil error means the run will execute, on time, with or without the
+// reconciler; if Redis is unreachable the reconciler dispatches it later.
 func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts ...TriggerOption) (string, error) {
 	if e.stopped() {
 		return "", ErrStopped
@@ -364,19 +404,40 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	return res.Run.ID, nil
 }
 
+// DB returns the store's database, on which to begin the transactions
+// passed to TriggerTx:
+//
+//	db, err := e.DB()
+//	tx, err := db.BeginTx(ctx, nil)
+//	... insert the order row with tx ...
+//	id, err := e.TriggerTx(ctx, tx, "order", input)
+//	err = tx.Commit()
+//	err = e.Dispatch(ctx, id) // start now, not at the next reconcile pass
+//
+// A store that does not take caller transactions gives ErrNoTx.
+func (e *Engine) DB() (*sql.DB, error) {
+	ts, ok := e.store.(persistence.TxStore)
+	if !ok {
+		return nil, ErrNoTx
+	}
+	return ts.DB(), nil
+}
+
 // TriggerTx creates a run inside tx, a transaction the caller owns
-// (*sql.Tx or *sqlx.Tx on the engine's database), so that the caller's rows
-// and the run commit or roll back together. Nothing is dispatched before
-// the commit: the reconciler finds the run's queued steps within about one
-// ReconcileInterval after it; call Dispatch after the commit to start at
-// once.
+// (*sql.Tx or *sqlx.Tx begun on DB()), so that the caller's rows and the
+// run commit or roll back together. Nothing is dispatched before the
+// commit: call Dispatch after the commit to start the run at once.
+// Without Dispatch the reconciler finds the run's queued steps once they
+// have waited one ReconcileInterval, on its next pass: between one and two
+// intervals after the commit (2-4 s by default), and never with the
+// reconciler off.
 func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow string, input any, opts ...TriggerOption) (string, error) {
 	if e.stopped() {
 		return "", ErrStopped
 	}
 	ts, ok := e.store.(persistence.TxStore)
 	if !ok {
-		return "", errors.New("engine: TriggerTx: the store does not support caller transactions")
+		return "", ErrNoTx
 	}
 	p, err := e.createParams(workflow, input, opts)
 	if err != nil {
@@ -390,19 +451,21 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 }
 
 // Dispatch enqueues the queued steps of a run, e.g. right after the
-// transaction of a TriggerTx committed. It is idempotent.
+// transaction of a TriggerTx committed; a run that starts later (StartAt,
+// Delay) is enqueued for its start time. It is idempotent.
 func (e *Engine) Dispatch(ctx context.Context, runID string) error {
+	run, err := e.store.RunGet(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
+	}
 	sts, err := e.store.StepList(ctx, runID)
 	if err != nil {
-		return err
+		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
 	}
-	var queued []persistence.StepRun
-	for _, s := range sts {
-		if s.Status == persistence.StepQueued {
-			queued = append(queued, s)
-		}
+	if err := e.enqueueCreated(ctx, []persistence.RunCreateResult{{Run: run, Steps: sts}}); err != nil {
+		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
 	}
-	return e.enqueueSteps(ctx, queued)
+	return nil
 }
 
 // Cancel cancels an unfinished run: its pending steps are cancelled, and

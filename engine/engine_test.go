@@ -286,7 +286,8 @@ func TestTriggerErrors(t *testing.T) {
 	if _, err := env.Engine.Trigger(ctx, "nope", nil); !errors.Is(err, engine.ErrUnknownWorkflow) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown workflow: err = %v", err)
 	}
-	if _, err := env.Engine.Trigger(ctx, "order", json.RawMessage(`{"a":`)); !errors.Is(err, engine.ErrInvalidInput) {
+	if _, err := env.Engine.Trigger(ctx, "order", json.RawMessage(`{"a":`)); !errors.Is(err, engine.ErrInvalidInput) ||
+		err.Error() != `engine: workflow "order": invalid input: not valid JSON` {
 		t.Errorf("invalid JSON input: err = %v", err)
 	}
 	if _, err := env.Engine.Trigger(ctx, "order", map[string]any{"f": func() {}}); !errors.Is(err, engine.ErrInvalidInput) {

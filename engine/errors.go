@@ -19,6 +19,9 @@ var (
 	ErrInvalidInput = errors.New("engine: invalid input")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("engine: already started")
+	// ErrNoTx is returned by DB and TriggerTx when the store does not
+	// take caller transactions (it is not a persistence.TxStore).
+	ErrNoTx = errors.New("engine: the store does not support caller transactions")
 )
 
 // WorkflowError names the workflow an error is about.

@@ -33,6 +33,9 @@ func (e *Engine) reconcileLoop() {
 			return
 		case <-t.C:
 		}
+		if e.clockSkewed() {
+			continue // its clock would start retries and delayed runs early
+		}
 		if _, err := e.Reconcile(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
 			e.log.Warn("reconcile pass failed", "err", err)
 		}
@@ -129,7 +132,7 @@ func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now tim
 	for name, items := range byQueue {
 		added, err := e.q.Enqueue(ctx, name, items...)
 		if err != nil {
-			e.log.Warn("reconcile: enqueue failed", "queue", name, "err", err)
+			e.redisError("reconcile: enqueue failed", err, "queue", name)
 			continue
 		}
 		for _, a := range added {

@@ -151,7 +151,22 @@ func (e *Engine) startScheduler() {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		s.Run(e.fetchCtx, interval)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			// A node whose clock is off (health.go) would fire ticks
+			// early: the others fire them.
+			if !e.clockSkewed() {
+				if _, err := s.Pass(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
+					e.log.Warn("schedule pass failed", "err", err)
+				}
+			}
+			select {
+			case <-e.fetchCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
 	}()
 }
 

@@ -92,6 +92,7 @@ func startNode(t *testing.T, c cluster, nc nodeConfig) *engine.Engine {
 		ReconcileInterval: 200 * time.Millisecond,
 		Lease:             10 * time.Second,
 		ScheduleInterval:  nc.interval,
+		MaxClockSkew:      -1, // the nodes' fake clocks are far from the database's
 	})
 	if err != nil {
 		t.Fatalf("engine: %v", err)
@@ -549,11 +550,11 @@ func TestLoadSchedules(t *testing.T) {
 		yaml string
 		want string
 	}{
-		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    cron: \"@daily\"\n", "bad.yaml:5:5: schedules[0].cron: unknown field"},
-		{"schedules:\n  - name: x\n    workflow: w\n", "bad.yaml:2:5: schedules[0].spec: missing field"},
-		{"schedules:\n  - name: x\n    spec: \"0 25 * * *\"\n    workflow: w\n", `bad.yaml:2:5: schedules[0]: cron: schedule "x": invalid spec "0 25 * * *"`},
-		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    catch_up: sometimes\n", `bad.yaml:5:15: schedules[0].catch_up: unknown catch-up policy "sometimes"`},
-		{"workflows: []\n", "bad.yaml:1:1: workflows: unknown field"},
+		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    cron: \"@daily\"\n", "engine: bad.yaml:5:5: schedules[0].cron: unknown field"},
+		{"schedules:\n  - name: x\n    workflow: w\n", "engine: bad.yaml:2:5: schedules[0].spec: missing field"},
+		{"schedules:\n  - name: x\n    spec: \"0 25 * * *\"\n    workflow: w\n", `engine: bad.yaml:2:5: schedules[0]: cron: schedule "x": invalid spec "0 25 * * *"`},
+		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    catch_up: sometimes\n", `engine: bad.yaml:5:15: schedules[0].catch_up: unknown catch-up policy "sometimes"`},
+		{"workflows: []\n", "engine: bad.yaml:1:1: workflows: unknown field"},
 	}
 	for _, b := range bad {
 		e, err := engine.New(engine.Config{Store: c.store, Redis: c.redis, Prefix: c.prefix})

@@ -69,7 +69,7 @@ func (l *scheduleLoader) fail(n *yaml.Node, field string, err error) {
 	if n != nil {
 		ye.Line, ye.Column = n.Line, n.Column
 	}
-	l.errs = append(l.errs, ye)
+	l.errs = append(l.errs, fmt.Errorf("engine: %w", ye))
 }
 
 // fields walks a mapping, reporting unknown and repeated keys.

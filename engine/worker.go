@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,22 @@ type counters struct {
 	createItems      atomic.Int64
 	claimedAtRelease atomic.Int64
 	claimedAtCreate  atomic.Int64
+	redisErrors      atomic.Int64
+	clockSkew        atomic.Int64 // nanoseconds, this node's clock minus the database's
+	clockSkewed      atomic.Bool
+
+	refusedMu sync.Mutex
+	refused   map[persistence.ClaimRefusal]int64
+}
+
+// countRefusal counts a claim the store refused, by reason.
+func (c *counters) countRefusal(r persistence.ClaimRefusal) {
+	c.refusedMu.Lock()
+	if c.refused == nil {
+		c.refused = map[persistence.ClaimRefusal]int64{}
+	}
+	c.refused[r]++
+	c.refusedMu.Unlock()
 }
 
 // Stats are an engine's running totals since New.
@@ -54,7 +71,15 @@ type Stats struct {
 	Compensations    int64
 	Reconciled       int64 // tasks the reconciler put back into Redis
 	Errors           int64 // store or Redis errors seen by workers
-	InFlight         int
+	// RedisErrors counts the Redis calls that failed (Redis unreachable,
+	// refused or timed out); they are in Errors too.
+	RedisErrors int64
+	// ClaimsRefused counts the tasks whose claim the store refused, by
+	// reason (persistence.RefusedNotDue, RefusedOwned, RefusedFinished...).
+	// A task refused as not due yet is put back for its due time; the
+	// others are stale and dropped.
+	ClaimsRefused map[persistence.ClaimRefusal]int64
+	InFlight      int
 	// ClaimBatches and ClaimItems count claim transactions and the tasks
 	// they carried; CommitBatches and CommitItems the same for completions.
 	// Items per batch is the group commit's effect.
@@ -70,6 +95,11 @@ type Stats struct {
 	// created their run (a Trigger on a node with free workers) and run on
 	// this node without a trip through Redis.
 	ClaimedAtCreate int64
+	// ClockSkew is how far this node's clock was ahead of the database's
+	// (negative: behind) at the last check, and ClockSkewed whether that
+	// is over Config.MaxClockSkew, so that the node claims nothing.
+	ClockSkew   time.Duration
+	ClockSkewed bool
 }
 
 // Stats returns the engine's running totals.
@@ -78,7 +108,15 @@ func (e *Engine) Stats() Stats {
 	n := len(e.inflight)
 	e.inflightMu.Unlock()
 	c := &e.stats
+	c.refusedMu.Lock()
+	refused := make(map[persistence.ClaimRefusal]int64, len(c.refused))
+	for k, v := range c.refused {
+		refused[k] = v
+	}
+	c.refusedMu.Unlock()
 	return Stats{
+		RedisErrors: c.redisErrors.Load(), ClaimsRefused: refused,
+		ClockSkew: time.Duration(c.clockSkew.Load()), ClockSkewed: c.clockSkewed.Load(),
 		RunsCreated: c.runsCreated.Load(), StepsStarted: c.stepsStarted.Load(),
 		StepsSucceeded: c.stepsSucceeded.Load(), StepsFailed: c.stepsFailed.Load(),
 		StepsDead: c.stepsDead.Load(), StepsSkipped: c.stepsSkipped.Load(),
@@ -99,7 +137,7 @@ type execution struct {
 	fence    string
 	cancel   context.CancelCauseFunc
 	released atomic.Bool // Stop released the lease: record nothing
-	acked    bool        // the committer acked the task (owner goroutine only)
+	acked    bool        // the task was acked, or put back for later (owner goroutine only)
 	eager    bool        // claimed at release: the task is not in Redis
 	// handedOver: the committer gave this execution's slot to a step it
 	// claimed; the goroutine ends without giving it back (owner only).
@@ -152,7 +190,7 @@ func (e *Engine) giveBack(tasks []queue.Task) {
 	}
 	for name, ids := range byQueue {
 		if err := e.q.Release(context.Background(), name, ids...); err != nil {
-			e.log.Warn("giving tasks back failed; their lease will expire", "queue", name, "err", err)
+			e.redisError("giving tasks back failed; their lease will expire", err, "queue", name)
 		}
 	}
 }
@@ -182,6 +220,17 @@ func (e *Engine) fetchLoop() {
 	defer close(e.fetchDone)
 	backoff := 50 * time.Millisecond
 	for {
+		if e.clockSkewed() {
+			// This node's clock is off (health.go): claim nothing until
+			// it is right again.
+			select {
+			case <-e.clockOK:
+			case <-time.After(time.Second):
+			case <-e.fetchCtx.Done():
+				return
+			}
+			continue
+		}
 		// Hold one free slot while waiting for tasks, no more: the other
 		// free slots stay free for the committers, which claim released
 		// steps into them (claim at release). The batch asked for is
@@ -215,8 +264,7 @@ func (e *Engine) fetchLoop() {
 			if e.fetchCtx.Err() != nil {
 				return
 			}
-			e.stats.errors.Add(1)
-			e.log.Warn("dequeue failed", "err", err)
+			e.redisError("dequeue failed", err)
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
@@ -257,6 +305,9 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 		return res, true, nil
 	case errors.Is(err, persistence.ErrNotClaimable), errors.Is(err, persistence.ErrStepNotFound),
 		errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrRunFinished):
+		if !ex.eager && e.onRefused(ctx, ex.task, ref.RunID, ref.Step, err) {
+			ex.acked = true // put back for later: not to be acked
+		}
 		return res, false, nil
 	default:
 		e.stats.errors.Add(1)
@@ -453,7 +504,7 @@ func (e *Engine) beat(ctx context.Context, ex *execution, cancel context.CancelC
 	}
 	if !ex.eager {
 		if _, err := e.q.Extend(ctx, ex.task.Queue, ex.task.ID, e.cfg.Lease); err != nil {
-			e.log.Debug("queue lease extend failed", "task", ex.task.ID, "err", err)
+			e.redisError("extending a task's lease failed", err, "task", ex.task.ID)
 		}
 	}
 	run, err := e.store.RunGet(ctx, ex.runID)
@@ -663,6 +714,32 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 		ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
 		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String()})
 	}
+	return e.enqueueItems(ctx, byQueue)
+}
+
+// enqueueCreated dispatches runs that were just created (or committed, for
+// TriggerTx): the queued root steps at once, and the root steps of a run
+// that starts later (pending) as tasks due at its StartAt, so that a
+// delayed run starts on time like a delayed retry. Its claim then starts
+// the run (onRefused); the reconciler is only the safety net.
+func (e *Engine) enqueueCreated(ctx context.Context, runs []persistence.RunCreateResult) error {
+	byQueue := map[string][]queue.Item{}
+	for _, r := range runs {
+		for _, s := range r.Steps {
+			ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
+			switch {
+			case r.Run.Status == persistence.RunPending && len(s.Deps) == 0 && s.Status == persistence.StepWaiting:
+				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: r.Run.StartAt})
+			case s.Status == persistence.StepQueued:
+				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String()})
+			}
+		}
+	}
+	return e.enqueueItems(ctx, byQueue)
+}
+
+// enqueueItems enqueues tasks, one Redis call per queue in name order.
+func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.Item) error {
 	names := make([]string, 0, len(byQueue))
 	for n := range byQueue {
 		names = append(names, n)
@@ -671,8 +748,7 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 	var firstErr error
 	for _, n := range names {
 		if _, err := e.q.Enqueue(context.WithoutCancel(ctx), n, byQueue[n]...); err != nil {
-			e.stats.errors.Add(1)
-			e.log.Warn("enqueue failed; the reconciler will retry", "queue", n, "err", err)
+			e.redisError("enqueue failed; the reconciler will retry", err, "queue", n)
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -685,8 +761,7 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 // store still says the step waits, so the reconciler enqueues it later.
 func (e *Engine) enqueue(queueName, id string, at time.Time) {
 	if _, err := e.q.Enqueue(context.Background(), queueName, queue.Item{ID: id, At: at}); err != nil {
-		e.stats.errors.Add(1)
-		e.log.Warn("enqueue failed; the reconciler will retry", "task", id, "err", err)
+		e.redisError("enqueue failed; the reconciler will retry", err, "task", id)
 	}
 }
 
@@ -717,7 +792,7 @@ func (e *Engine) releaseInflight() {
 			// Claimed at release: hand it to the queue for another node.
 			e.enqueue(ex.task.Queue, ex.task.ID, now)
 		} else if err := e.q.Release(ctx, ex.task.Queue, ex.task.ID); err != nil {
-			e.log.Warn("task release failed; its lease will expire", "task", ex.task.ID, "err", err)
+			e.redisError("task release failed; its lease will expire", err, "task", ex.task.ID)
 		}
 		if h.cancel != nil {
 			h.cancel(errShutdown)

@@ -146,6 +146,10 @@ func New(t testing.TB, o Options) *Env {
 		Lease:             10 * time.Second,
 		Rand:              func() float64 { return 0.5 },
 	}
+	if env.Clock != nil {
+		// A fake clock is years from the database's: no skew check.
+		cfg.MaxClockSkew = -1
+	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
