@@ -1,8 +1,9 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -16,10 +17,10 @@ import (
 	"time"
 )
 
-// benchResult is the JSON line of `dagflow bench`. Keys are stable; a
-// figure that was not measured (phase skipped, or not measurable on the
-// embedded backends) is null. README's Benchmarks section documents them.
-type benchResult struct {
+// Result is what Run measured: the JSON line of `dagflow bench`. Keys are
+// stable; a figure that was not measured (phase skipped, or not measurable
+// on the embedded backends) is null. docs/benchmarks.md documents them.
+type Result struct {
 	Backend string `json:"backend"`
 	Servers string `json:"servers"`
 	Commit  string `json:"commit"`
@@ -42,7 +43,7 @@ type benchResult struct {
 	// to write the run tables' dirty pages back (the bench waits for it).
 	HistorySettleSeconds *float64 `json:"history_settle_seconds"`
 
-	// Full load: cfg.runs triggered as fast as cfg.triggers goroutines can.
+	// Full load: cfg.Runs triggered as fast as cfg.Triggers goroutines can.
 	Seconds   float64 `json:"seconds"`
 	RunsPerS  float64 `json:"runs_per_s"`
 	StepsPerS float64 `json:"steps_per_s"`
@@ -126,11 +127,11 @@ type benchResult struct {
 	RedisPrefix             string             `json:"redis_prefix"`
 }
 
-func newBenchResult(cfg benchConfig, env *benchEnv) *benchResult {
-	r := &benchResult{
+func newResult(cfg Config, env *environment) *Result {
+	r := &Result{
 		Backend: env.backend, Servers: env.servers, Go: runtime.Version(),
-		CPUs: runtime.NumCPU(), Runs: cfg.runs, Warmup: cfg.warmup, Workers: cfg.workers,
-		Triggers: cfg.triggers, History: cfg.history, Database: env.database, RedisPrefix: env.prefix,
+		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Warmup: cfg.Warmup, Workers: cfg.Workers,
+		Triggers: cfg.Triggers, History: cfg.History, Database: env.database, RedisPrefix: env.prefix,
 	}
 	r.Commit, r.CommitSource = buildCommit()
 	return r
@@ -185,7 +186,7 @@ func gitCommit() string {
 	return s
 }
 
-func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
+func (r *Result) setFullLoad(p phaseResult, before, after snapshot) {
 	steps := float64(p.runs * len(orderSteps))
 	r.Seconds = p.seconds()
 	r.RunsPerS = p.runsPerSecond()
@@ -220,7 +221,7 @@ func (r *benchResult) setFullLoad(p phaseResult, before, after snapshot) {
 	}
 }
 
-func (r *benchResult) setLatencies(l latencySample, phase string) {
+func (r *Result) setLatencies(l latencySample, phase string) {
 	all := l.dispatches()
 	d50, d90, d99 := percentileMs(all, 50), percentileMs(all, 90), percentileMs(all, 99)
 	r50, r90, r99 := percentileMs(l.run, 50), percentileMs(l.run, 90), percentileMs(l.run, 99)
@@ -244,7 +245,7 @@ func (r *benchResult) setLatencies(l latencySample, phase string) {
 	r.TriggerP50Ms, r.TriggerP99Ms = t50, t99
 }
 
-func (r *benchResult) setRate(offered float64, p phaseResult) {
+func (r *Result) setRate(offered float64, p phaseResult) {
 	r.RateOfferedRunsPerS = ptr(offered)
 	r.RateRuns = &p.runs
 	r.RateAchievedRunsPerS = ptr(p.runsPerSecond())
@@ -257,7 +258,7 @@ func (r *benchResult) setRate(offered float64, p phaseResult) {
 	}
 }
 
-func (r *benchResult) setProcess() {
+func (r *Result) setProcess() {
 	r.PeakRSSMiB = float64(peakRSS()) / (1 << 20)
 }
 
@@ -276,8 +277,22 @@ func percentileMs(ds []time.Duration, p float64) *float64 {
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-// printBenchTable writes the human-readable report.
-func printBenchTable(w io.Writer, r *benchResult) {
+// Print writes the report of `dagflow bench` to w: the table (unless
+// jsonOnly), then r as one JSON line.
+func (r *Result) Print(w io.Writer, jsonOnly bool) error {
+	if !jsonOnly {
+		r.printTable(w)
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(line))
+	return err
+}
+
+// printTable writes the human-readable report.
+func (r *Result) printTable(w io.Writer) {
 	f := func(v *float64, format string) string {
 		if v == nil {
 			return "-"

@@ -1,7 +1,8 @@
-package mysql
+package seed
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,21 +15,21 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// SeedStep is one step of the runs SeedFinishedRuns writes.
-type SeedStep struct {
+// Step is one step of the runs FinishedRuns writes.
+type Step struct {
 	Name string
 	Deps []string // names of earlier steps of the same run
 }
 
-// SeedParams are the arguments of Store.SeedFinishedRuns.
-type SeedParams struct {
+// Params are the arguments of FinishedRuns.
+type Params struct {
 	// Runs is how many finished runs to write.
 	Runs int
 	// Workflow names the runs' workflow. Default "order".
 	Workflow string
 	// Steps are the steps of every run, each succeeded with one succeeded
 	// attempt. Default the order workflow: reserve -> notify || points -> ship.
-	Steps []SeedStep
+	Steps []Step
 	// Queue is the steps' queue. Default "default".
 	Queue string
 	// Output is every step's output (JSON). Default {"ok":true}.
@@ -48,8 +49,8 @@ type SeedParams struct {
 	Progress func(done int)
 }
 
-// DefaultSeedSteps are the steps of the order workflow.
-var DefaultSeedSteps = []SeedStep{
+// DefaultSteps are the steps of the order workflow.
+var DefaultSteps = []Step{
 	{Name: "reserve"},
 	{Name: "notify", Deps: []string{"reserve"}},
 	{Name: "points", Deps: []string{"reserve"}},
@@ -60,12 +61,12 @@ var DefaultSeedSteps = []SeedStep{
 // prepared statement.
 const mysqlMaxPlaceholders = 65535
 
-func (p SeedParams) withDefaults() SeedParams {
+func (p Params) withDefaults() Params {
 	if p.Workflow == "" {
 		p.Workflow = "order"
 	}
 	if len(p.Steps) == 0 {
-		p.Steps = DefaultSeedSteps
+		p.Steps = DefaultSteps
 	}
 	if p.Queue == "" {
 		p.Queue = "default"
@@ -83,7 +84,7 @@ func (p SeedParams) withDefaults() SeedParams {
 		p.Batch = 1000
 	}
 	// Every statement must stay under the placeholder limit.
-	if most := mysqlMaxPlaceholders / (stepSeedCols * len(p.Steps)); p.Batch > most {
+	if most := mysqlMaxPlaceholders / (stepCols * len(p.Steps)); p.Batch > most {
 		p.Batch = most
 	}
 	if p.Concurrency <= 0 {
@@ -92,21 +93,21 @@ func (p SeedParams) withDefaults() SeedParams {
 	return p
 }
 
-func (p SeedParams) validate() error {
+func (p Params) validate() error {
 	if p.Runs < 0 {
-		return fmt.Errorf("mysql: SeedParams.Runs %d is negative", p.Runs)
+		return fmt.Errorf("seed: Params.Runs %d is negative", p.Runs)
 	}
 	seen := map[string]bool{}
 	for _, s := range p.Steps {
 		if s.Name == "" || strings.Contains(s.Name, ",") {
-			return fmt.Errorf("mysql: seed step name %q is empty or has a comma", s.Name)
+			return fmt.Errorf("seed: step name %q is empty or has a comma", s.Name)
 		}
 		if seen[s.Name] {
-			return fmt.Errorf("mysql: seed step %q is declared twice", s.Name)
+			return fmt.Errorf("seed: step %q is declared twice", s.Name)
 		}
 		for _, d := range s.Deps {
 			if !seen[d] {
-				return fmt.Errorf("mysql: seed step %q depends on %q, which is not an earlier step", s.Name, d)
+				return fmt.Errorf("seed: step %q depends on %q, which is not an earlier step", s.Name, d)
 			}
 		}
 		seen[s.Name] = true
@@ -114,22 +115,22 @@ func (p SeedParams) validate() error {
 	return nil
 }
 
-// Placeholders per row of each INSERT of seedBatch.
+// Placeholders per row of each INSERT of writeBatch.
 const (
-	runSeedCols  = 8
-	stepSeedCols = 14
+	runCols  = 8
+	stepCols = 14
 )
 
-// SeedFinishedRuns writes p.Runs succeeded runs, with their succeeded
-// steps (each holding its one succeeded attempt, as the engine leaves
-// them), straight into the tables in
-// batches of multi-row INSERTs (one transaction per batch), for
-// benchmarks and capacity tests that need a large history. The rows are
-// what the engine leaves behind for a run that succeeded; run ids are
-// UUIDv7 of the runs' creation times, all before p.End. It is not an
-// engine operation: nothing is dispatched and no invariant is checked
-// beyond what the schema enforces.
-func (s *Store) SeedFinishedRuns(ctx context.Context, p SeedParams) error {
+// FinishedRuns writes p.Runs succeeded runs, with their succeeded steps
+// (each holding its one succeeded attempt, as the engine leaves them),
+// straight into the tables of the MySQL database db, which the mysql
+// store's migrations have created, in batches of multi-row INSERTs (one
+// transaction per batch), for benchmarks and capacity tests that need a
+// large history. The rows are what the engine leaves behind for a run that
+// succeeded; run ids are UUIDv7 of the runs' creation times, all before
+// p.End. It is not an engine operation: nothing is dispatched and no
+// invariant is checked beyond what the schema enforces.
+func FinishedRuns(ctx context.Context, db *sql.DB, p Params) error {
 	p = p.withDefaults()
 	if err := p.validate(); err != nil {
 		return err
@@ -166,7 +167,7 @@ func (s *Store) SeedFinishedRuns(ctx context.Context, p SeedParams) error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := s.seedBatch(ctx, p, dependents, start, gap, lo, hi)
+			err := writeBatch(ctx, db, p, dependents, start, gap, lo, hi)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -187,21 +188,21 @@ func (s *Store) SeedFinishedRuns(ctx context.Context, p SeedParams) error {
 		firstErr = ctx.Err()
 	}
 	if firstErr != nil {
-		return fmt.Errorf("mysql: seed finished runs: %w", firstErr)
+		return fmt.Errorf("seed: finished runs: %w", firstErr)
 	}
 	return nil
 }
 
-// seedBatch writes runs [lo, hi) in one transaction. Constant columns are
+// writeBatch writes runs [lo, hi) in one transaction. Constant columns are
 // literals in the statements; the others are placeholders.
-func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string, start time.Time, gap time.Duration, lo, hi int) error {
+func writeBatch(ctx context.Context, db *sql.DB, p Params, dependents []string, start time.Time, gap time.Duration, lo, hi int) error {
 	n := hi - lo
 	nSteps := len(p.Steps)
-	runArgs := make([]any, 0, n*runSeedCols)
-	stepArgs := make([]any, 0, n*nSteps*stepSeedCols)
+	runArgs := make([]any, 0, n*runCols)
+	stepArgs := make([]any, 0, n*nSteps*stepCols)
 	for i := lo; i < hi; i++ {
 		created := start.Add(time.Duration(i) * gap)
-		id, err := seedRunID(created, i)
+		id, err := runID(created, i)
 		if err != nil {
 			return err
 		}
@@ -216,7 +217,7 @@ func (s *Store) seedBatch(ctx context.Context, p SeedParams, dependents []string
 		}
 		runArgs = append(runArgs, id, p.Workflow, p.Output, created, created, created, t, t)
 	}
-	tx, err := s.DB().BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -250,9 +251,9 @@ func rows(n int, tuple string) string {
 	return b.String()
 }
 
-// seedRunID returns a UUIDv7 whose timestamp is t and whose random bits
+// runID returns a UUIDv7 whose timestamp is t and whose random bits
 // are made unique by i.
-func seedRunID(t time.Time, i int) (string, error) {
+func runID(t time.Time, i int) (string, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return "", err

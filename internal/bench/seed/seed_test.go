@@ -1,25 +1,48 @@
-package mysql_test
+package seed_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/dagflow/dagflow/internal/bench/seed"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
 )
 
-func TestSeedFinishedRuns(t *testing.T) {
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// openStore opens a MySQL store on a database private to the test, with
+// the schema migrated.
+func openStore(t *testing.T) *mysql.Store {
+	t.Helper()
+	dsn := testenv.MySQLDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("mysql.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestFinishedRuns(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	end := time.Now()
 	const n = 25
 	var progress []int
 	// A batch of 10 with 3 batches at once: batches commit out of order.
-	err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: n, Batch: 10, Concurrency: 3, End: end,
+	err := seed.FinishedRuns(ctx, s.DB(), seed.Params{Runs: n, Batch: 10, Concurrency: 3, End: end,
 		Progress: func(done int) { progress = append(progress, done) }})
 	if err != nil {
-		t.Fatalf("SeedFinishedRuns: %v", err)
+		t.Fatalf("FinishedRuns: %v", err)
 	}
 	if len(progress) != 3 || progress[2] != n {
 		t.Errorf("progress = %v, want three calls ending at %d", progress, n)
@@ -49,7 +72,7 @@ func TestSeedFinishedRuns(t *testing.T) {
 		t.Fatalf("StepList = %d steps, want 4", len(sts))
 	}
 	for i, st := range sts {
-		if st.Step != mysql.DefaultSeedSteps[i].Name || st.Status != persistence.StepSucceeded ||
+		if st.Step != seed.DefaultSteps[i].Name || st.Status != persistence.StepSucceeded ||
 			len(st.Deps) != wantDeps[st.Step] || st.Attempt != 1 || string(st.Output) != `{"ok":true}` ||
 			st.QueuedAt == nil || st.FinishedAt == nil {
 			t.Errorf("step %d = %+v", i, st)
@@ -73,10 +96,10 @@ func TestSeedFinishedRuns(t *testing.T) {
 		t.Errorf("StepListQueued = %d steps, %v", len(q), err)
 	}
 	// A second seeding adds runs without id collisions.
-	if err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: 5, End: end}); err != nil {
-		t.Fatalf("second SeedFinishedRuns: %v", err)
+	if err := seed.FinishedRuns(ctx, s.DB(), seed.Params{Runs: 5, End: end}); err != nil {
+		t.Fatalf("second FinishedRuns: %v", err)
 	}
-	if err := s.SeedFinishedRuns(ctx, mysql.SeedParams{Runs: 1, Steps: []mysql.SeedStep{{Name: "a", Deps: []string{"b"}}}}); err == nil {
+	if err := seed.FinishedRuns(ctx, s.DB(), seed.Params{Runs: 1, Steps: []seed.Step{{Name: "a", Deps: []string{"b"}}}}); err == nil {
 		t.Error("a step depending on a later step was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -22,14 +22,14 @@ import (
 	"github.com/dagflow/dagflow/persistence/sqlite"
 )
 
-// benchEnv is the bench's own corner of the servers: a database it
+// environment is the bench's own corner of the servers: a database it
 // created and a Redis key prefix nobody else uses. close removes both and
 // touches nothing else.
-type benchEnv struct {
+type environment struct {
 	backend  string // "mysql+redis" or "embedded"
 	servers  string // versions, for the report
 	store    persistence.Store
-	seeder   *mysql.Store  // nil when embedded
+	mysqlDB  *sql.DB       // the store's, for seeding the history; nil when embedded
 	rdb      *redis.Client // the engine's client, counted by hook
 	hook     *countingHook
 	admin    *redis.Client // the bench's own reads: INFO, SCAN, MEMORY USAGE
@@ -39,14 +39,14 @@ type benchEnv struct {
 	cleanups []func()
 }
 
-func openBenchEnv(ctx context.Context, cfg benchConfig) (env *benchEnv, err error) {
-	env = &benchEnv{prefix: "dagflow-bench-" + uuid.NewString()[:8], hook: &countingHook{}}
+func openEnv(ctx context.Context, cfg Config) (env *environment, err error) {
+	env = &environment{prefix: "dagflow-bench-" + uuid.NewString()[:8], hook: &countingHook{}}
 	defer func() {
 		if err != nil {
 			env.close()
 		}
 	}()
-	if cfg.embedded {
+	if cfg.Embedded {
 		env.backend = "embedded"
 		mr := miniredis.NewMiniRedis()
 		if err := mr.Start(); err != nil {
@@ -66,11 +66,11 @@ func openBenchEnv(ctx context.Context, cfg benchConfig) (env *benchEnv, err erro
 		env.cleanups = append(env.cleanups, func() { st.Close() })
 		env.store = st
 		env.servers = "miniredis (in process) + SQLite (temporary file)"
-		env.rdb = redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: cfg.workers + cfg.triggers + 16})
+		env.rdb = redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: cfg.Workers + cfg.Triggers + 16})
 		env.admin = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	} else {
 		env.backend = "mysql+redis"
-		mc, err := gomysql.ParseDSN(cfg.mysqlDSN)
+		mc, err := gomysql.ParseDSN(cfg.MySQLDSN)
 		if err != nil {
 			return nil, fmt.Errorf("-mysql-dsn: %w", err)
 		}
@@ -97,19 +97,19 @@ func openBenchEnv(ctx context.Context, cfg benchConfig) (env *benchEnv, err erro
 			}
 		})
 		mc.DBName = name
-		st, err := mysql.Open(ctx, mysql.Config{DSN: mc.FormatDSN(), AutoMigrate: true, MaxOpenConns: cfg.workers + cfg.triggers + 8})
+		st, err := mysql.Open(ctx, mysql.Config{DSN: mc.FormatDSN(), AutoMigrate: true, MaxOpenConns: cfg.Workers + cfg.Triggers + 8})
 		if err != nil {
 			return nil, err
 		}
 		env.cleanups = append(env.cleanups, func() { st.Close() })
-		env.store, env.seeder = st, st
-		env.rdb = redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.workers + cfg.triggers + 16})
-		env.admin = redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
+		env.store, env.mysqlDB = st, st.DB()
+		env.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: cfg.Workers + cfg.Triggers + 16})
+		env.admin = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
 		info, err := env.admin.Info(ctx, "server").Result()
 		if err != nil {
-			return nil, fmt.Errorf("redis at %s: %w", cfg.redisAddr, err)
+			return nil, fmt.Errorf("redis at %s: %w", cfg.RedisAddr, err)
 		}
-		env.servers = fmt.Sprintf("MySQL %s at %s + Redis %s at %s", version, mc.Addr, infoField(info, "redis_version"), cfg.redisAddr)
+		env.servers = fmt.Sprintf("MySQL %s at %s + Redis %s at %s", version, mc.Addr, infoField(info, "redis_version"), cfg.RedisAddr)
 	}
 	env.rdb.AddHook(env.hook)
 	env.cleanups = append(env.cleanups, func() {
@@ -124,8 +124,8 @@ func openBenchEnv(ctx context.Context, cfg benchConfig) (env *benchEnv, err erro
 	return env, nil
 }
 
-// close undoes openBenchEnv, newest first.
-func (env *benchEnv) close() {
+// close undoes openEnv, newest first.
+func (env *environment) close() {
 	for i := len(env.cleanups) - 1; i >= 0; i-- {
 		env.cleanups[i]()
 	}
@@ -159,7 +159,7 @@ func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) error {
 
 // prefixMemory sums MEMORY USAGE (every element counted) over the keys
 // under prefix+":".
-func (env *benchEnv) prefixMemory(ctx context.Context, prefix string) (int64, error) {
+func (env *environment) prefixMemory(ctx context.Context, prefix string) (int64, error) {
 	var total int64
 	iter := env.admin.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var keys []string
@@ -234,7 +234,7 @@ type snapshot struct {
 	commands   int64
 }
 
-func (env *benchEnv) snapshot(ctx context.Context) (snapshot, error) {
+func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 	s := snapshot{roundTrips: env.hook.roundTrips.Load(), commands: env.hook.commands.Load()}
 	if env.serverDB != nil {
 		s.mysql = map[string]int64{}

@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is what a bench session is asked to do. RegisterFlags sets the
+// defaults of `dagflow bench`; Validate checks a Config before Run.
+type Config struct {
+	// MySQLDSN names the server the bench creates, uses and drops its own
+	// database on; the database the DSN names, if any, is not used.
+	MySQLDSN string
+	// RedisAddr is the Redis the bench uses under its own key prefix.
+	RedisAddr string
+	// Embedded uses an in-process Redis (miniredis) and a temporary
+	// SQLite file instead of the servers.
+	Embedded bool
+	// Runs are the order runs of the full-load measurement.
+	Runs int
+	// Warmup are the runs before it, not measured.
+	Warmup int
+	// Workers is the engine's concurrency (engine.Config.Concurrency).
+	Workers int
+	// Triggers are the goroutines calling Trigger at full load.
+	Triggers int
+	// Rate, when set, adds a fixed-rate measurement after the full load.
+	Rate Rate
+	// Duration is the length of the fixed-rate measurement.
+	Duration time.Duration
+	// Backlog, when positive, measures Redis memory with this many steps
+	// queued and no workers (a real Redis only).
+	Backlog int
+	// History, when positive, pre-fills this many finished runs before
+	// measuring (MySQL only).
+	History int
+	// Sample is the runs per measurement read back for the latencies.
+	Sample int
+	// CPUProfile, when set, is a file for a CPU profile of the full load.
+	CPUProfile string
+	// LatencyLog, when set, is a file for every sampled step's dispatch
+	// latency (CSV), in order of ready time.
+	LatencyLog string
+	// JSONOnly leaves the table out of the report (see Result.Print).
+	JSONOnly bool
+	// Timeout bounds the whole session.
+	Timeout time.Duration
+}
+
+// Rate is the --rate flag: runs per second, or a percentage of the
+// full-load rate measured just before ("50%"). The zero Rate is off.
+type Rate struct {
+	PerSecond float64
+	Percent   float64
+}
+
+// String formats r as Set reads it.
+func (r *Rate) String() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Percent > 0:
+		return strconv.FormatFloat(r.Percent, 'g', -1, 64) + "%"
+	case r.PerSecond > 0:
+		return strconv.FormatFloat(r.PerSecond, 'g', -1, 64)
+	}
+	return ""
+}
+
+// Set reads runs per second ("700"), a percentage ("50%"), or "0" or ""
+// for off.
+func (r *Rate) Set(s string) error {
+	*r = Rate{}
+	if s == "" || s == "0" {
+		return nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v <= 0 || v > 100 {
+			return fmt.Errorf("%q is not a percentage in (0, 100]", s)
+		}
+		r.Percent = v
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("%q is not a positive number of runs per second (or a percentage like 50%%)", s)
+	}
+	r.PerSecond = v
+	return nil
+}
+
+func (r Rate) on() bool { return r.PerSecond > 0 || r.Percent > 0 }
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// RegisterFlags defines the flags of `dagflow bench` on fs, each setting
+// its field of c, with their defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envOr("DAGFLOW_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MySQL server DSN (env DAGFLOW_MYSQL_DSN); the bench creates, uses and drops its own database, whatever database the DSN names")
+	fs.StringVar(&c.RedisAddr, "redis-addr", envOr("DAGFLOW_REDIS_ADDR", "127.0.0.1:6379"), "Redis address (env DAGFLOW_REDIS_ADDR); the bench uses and deletes its own key prefix")
+	fs.BoolVar(&c.Embedded, "embedded", false, "use an in-process Redis (miniredis) and a temporary SQLite file instead of the servers")
+	fs.IntVar(&c.Runs, "runs", 20000, "order runs in the full-load measurement")
+	fs.IntVar(&c.Warmup, "warmup", 1000, "order runs before the measurement (not measured)")
+	fs.IntVar(&c.Workers, "workers", 1024, "engine concurrency: steps run or waiting for their completion to commit, at once (no-op steps are cheap, so many; the more, the larger the group commits)")
+	fs.IntVar(&c.Triggers, "triggers", 32, "goroutines triggering runs at full load")
+	fs.Var(&c.Rate, "rate", "after the full-load run, trigger runs at this fixed rate (runs/s, or a percentage of the measured full-load rate, e.g. 50%) for -duration and report latencies; 0 or empty: skip")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "length of the fixed-rate measurement")
+	fs.IntVar(&c.Backlog, "backlog", 0, "measure Redis memory per queued step with this many steps waiting (workers off); 0: skip (the issue's figure is 100000)")
+	fs.IntVar(&c.History, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
+	fs.IntVar(&c.Sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
+	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
+	fs.BoolVar(&c.JSONOnly, "json-only", false, "print only the JSON line")
+	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
+}
+
+// Validate reports every setting of c that is out of range or that
+// cannot be combined with another, naming each by its flag.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Runs < 1 {
+		errs = append(errs, fmt.Errorf("-runs %d: must be at least 1", c.Runs))
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("-warmup %d: must not be negative", c.Warmup))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("-workers %d: must be at least 1", c.Workers))
+	}
+	if c.Triggers < 1 {
+		errs = append(errs, fmt.Errorf("-triggers %d: must be at least 1", c.Triggers))
+	}
+	if c.Rate.on() && c.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("-duration %v: the fixed-rate measurement needs at least 1s", c.Duration))
+	}
+	if c.Backlog < 0 {
+		errs = append(errs, fmt.Errorf("-backlog %d: must not be negative", c.Backlog))
+	}
+	if c.Backlog > 0 && c.Embedded {
+		errs = append(errs, errors.New("-backlog measures a real Redis's memory; it cannot be used with -embedded"))
+	}
+	if c.History < 0 {
+		errs = append(errs, fmt.Errorf("-history %d: must not be negative", c.History))
+	}
+	if c.History > 0 && c.Embedded {
+		errs = append(errs, errors.New("-history pre-fills MySQL; it cannot be used with -embedded"))
+	}
+	if c.Sample < 1 {
+		errs = append(errs, fmt.Errorf("-sample %d: must be at least 1", c.Sample))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout %v: must be positive", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
