@@ -31,12 +31,9 @@ const (
 	// committers forever; the items are retried like any failed call.
 	storeCallTimeout = 30 * time.Second
 	// committers is how many completion transactions may be in flight at
-	// once: while one commits, the next batches gather and go. Three once
-	// gave about 8% more throughput than two on the 2-core bench machine;
-	// since a batch writes its rows with a few grouped UPDATEs (cheaper
-	// transactions, so smaller batches), two do better: faster in 7 of 9
-	// alternated full-load pairs (median +6%), with transactions of ~100
-	// steps instead of ~50 and the same latencies at 1,100 runs/s.
+	// once: while one commits, the next batches gather and go. Two, not
+	// more: the transactions are cheap, so a third only splits the backlog
+	// into smaller batches whose fixed costs come back per step.
 	committers = 2
 	// extraCommitAt is the backlog of completions for which a second
 	// completion transaction starts beside one in flight.
@@ -224,10 +221,8 @@ func isItemError(err error) bool {
 // flight; a second starts beside it only for a backlog of extraCommitAt
 // completions. Under light load that makes fewer, larger
 // transactions, which cost less CPU per step: on a busy machine CPU is
-// what the transactions queue for, so the dispatch latency drops (bench at
-// 700 runs/s on a 2-core VM, medians of 3, dispatch p50/p99: three always
-// 13.8/63.9 ms, this 7.3/40.2 ms; run p50 44.1 -> 24.3 ms). Under heavy
-// load the backlog keeps all of them busy, for throughput.
+// what the transactions queue for, so the dispatch latency drops. Under
+// heavy load the backlog keeps all of them busy, for throughput.
 func (e *Engine) commitLoop() {
 	defer e.commitWG.Done()
 	batches := make(chan []*completion)
@@ -428,10 +423,9 @@ type triggerResult struct {
 }
 
 // triggerLoops is how many run-creation transactions may be in flight.
-// One: a second made the batches smaller and its inserts contended with
+// One: a second makes the batches smaller and its inserts contend with
 // the first's and with the committers' writes on the same index pages (run
-// ids are time-ordered), for less throughput and slower completions
-// (bench at 1,250 runs/s: dispatch p99 ~27 -> ~18 ms with one loop).
+// ids are time-ordered), for less throughput and slower completions.
 const triggerLoops = 1
 
 // createRun stores a run through the trigger loops, which create the runs
