@@ -3,11 +3,11 @@ package dag
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -21,16 +21,14 @@ const (
 	DefaultQueueName   = "default"
 )
 
-// namePattern is the rule for workflow, step and queue names: they end up
-// in MySQL rows and Redis keys ("dagflow:{<queue>}:..."), so no '/', '{',
-// '}', ':' or spaces.
-var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
-
-const nameRule = "want a letter followed by up to 63 letters, digits, '_' or '-'"
+// nameRule explains a name that is not valid (see [ValidName]).
+const nameRule = "want " + names.Rule
 
 // ValidName reports whether s is allowed as a workflow, step or queue name:
-// a letter followed by up to 63 letters, digits, '_' or '-'.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+// a letter followed by up to 63 letters, digits, '_' or '-'. Names end up
+// in MySQL rows and Redis keys ("dagflow:{<queue>}:..."), so no '/', '{',
+// '}', ':' or spaces. The stores and the queue check the same rule.
+func ValidName(s string) bool { return names.Valid(s) }
 
 // Builder declares a workflow step by step; [Builder.Build] validates it.
 // Its methods return the builder so that a declaration reads like the

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/names"
 )
 
 // Errors callers branch on. Returned errors wrap them and name the value.
@@ -436,15 +438,11 @@ func ValidateID(id string) error {
 	return nil
 }
 
-// ValidateQueue checks a queue name against ^[A-Za-z][A-Za-z0-9_-]{0,63}$.
+// ValidateQueue checks a queue name against ^[A-Za-z][A-Za-z0-9_-]{0,63}$,
+// the rule of every dagflow name (workflows, steps and the stores' queue
+// columns use the same).
 func ValidateQueue(name string) error {
-	ok := len(name) >= 1 && len(name) <= 64
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		ok = letter || i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '-')
-	}
-	if !ok {
+	if !names.Valid(name) {
 		return fmt.Errorf("%w %q: want a letter, then up to 63 letters, digits, '_' or '-'", ErrInvalidQueue, truncate(name))
 	}
 	return nil

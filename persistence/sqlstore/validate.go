@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -14,7 +15,7 @@ import (
 // over them stays small and collation-free.
 const (
 	// MaxNameLen is the longest workflow, step, queue or schedule name.
-	MaxNameLen = 64
+	MaxNameLen = names.MaxLen
 	// MaxIDLen is the longest run id.
 	MaxIDLen = 64
 	// MaxKeyLen is the longest idempotency key, in bytes.
@@ -36,23 +37,9 @@ const (
 	DefaultQueue = "default"
 )
 
-// isName reports whether v matches ^[A-Za-z][A-Za-z0-9_-]{0,63}$ (step,
-// workflow, queue and schedule names). A byte loop: the checks run for
-// every item of every batch, where a regexp cost 3-4% of the engine's CPU.
-func isName(v string) bool {
-	if len(v) == 0 || len(v) > 64 || !isLetter(v[0]) {
-		return false
-	}
-	for i := 1; i < len(v); i++ {
-		if c := v[i]; !isLetter(c) && !isDigit(c) && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
 // isID reports whether v matches ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$ (run
-// ids).
+// ids). A byte loop: the checks run for every item of every batch, where a
+// regexp cost 3-4% of the engine's CPU.
 func isID(v string) bool {
 	if len(v) == 0 || len(v) > 64 || (!isLetter(v[0]) && !isDigit(v[0])) {
 		return false
@@ -76,8 +63,8 @@ func invalid(field, value, reason string) error {
 }
 
 func validName(field, v string) error {
-	if !isName(v) {
-		return invalid(field, v, "must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+	if !names.Valid(v) {
+		return invalid(field, v, "must match "+names.Pattern)
 	}
 	return nil
 }
@@ -201,24 +188,24 @@ func runRef(id string) error {
 }
 
 func stepRef(runID, step string) error {
-	if !isID(runID) || !isName(step) {
+	if !isID(runID) || !names.Valid(step) {
 		return fmt.Errorf("%w: run %q step %q", persistence.ErrStepNotFound, runID, step)
 	}
 	return nil
 }
 
 func scheduleRef(name string) error {
-	if !isName(name) {
+	if !names.Valid(name) {
 		return fmt.Errorf("%w: %q", persistence.ErrScheduleNotFound, name)
 	}
 	return nil
 }
 
 // storableNames keeps the names that can exist.
-func storableNames(names []string) []string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if isName(n) {
+func storableNames(list []string) []string {
+	out := make([]string, 0, len(list))
+	for _, n := range list {
+		if names.Valid(n) {
 			out = append(out, n)
 		}
 	}
