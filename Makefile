@@ -27,6 +27,10 @@ test: ## all tests with -race against the loopback Redis and MariaDB (CI=true: m
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
 
+.PHONY: test-faults
+test-faults: ## the fault suite alone: workers killed and frozen, connections cut, against the loopback services
+	$(GO) test $(TEST_FLAGS) ./faults/
+
 .PHONY: test-short
 test-short: ## quick tests only (skips stress and fault tests)
 	$(GO) test -short -count=1 $(PKGS)
