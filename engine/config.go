@@ -91,9 +91,37 @@ type Config struct {
 	MaxClockSkew time.Duration
 }
 
+// Defaults of the Config fields left zero. Two defaults are computed
+// rather than constant: Heartbeat is Lease/3 (two heartbeats may be lost
+// before the lease expires), and MaxClockSkew is the smaller of 1s and
+// (Lease-Heartbeat)/4 (two nodes within it never see a heartbeated lease
+// as expired): 1s with the default lease.
+const (
+	// DefaultPrefix namespaces the Redis keys (Config.Prefix).
+	DefaultPrefix = "dagflow"
+	// DefaultConcurrency is how many steps a node runs at once
+	// (Config.Concurrency).
+	DefaultConcurrency = 10
+	// DefaultLease is how long a claim holds a step without a heartbeat
+	// (Config.Lease).
+	DefaultLease = 30 * time.Second
+	// DefaultReconcileInterval is how often the reconciler compares the
+	// store with Redis (Config.ReconcileInterval).
+	DefaultReconcileInterval = 2 * time.Second
+	// DefaultScheduleInterval is how often a node evaluates the schedules
+	// (Config.ScheduleInterval).
+	DefaultScheduleInterval = time.Second
+	// DefaultPollInterval bounds how long an idle worker blocks before it
+	// looks at Redis again (Config.PollInterval).
+	DefaultPollInterval = time.Second
+	// DefaultDeliveryLimit is how many attempts of a step may lose their
+	// worker before the step is dead-lettered (Config.DeliveryLimit).
+	DefaultDeliveryLimit = 10
+)
+
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
-		c.Prefix = "dagflow"
+		c.Prefix = DefaultPrefix
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -102,22 +130,25 @@ func (c Config) withDefaults() Config {
 		c.Clock = SystemClock
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 10
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
+		c.Lease = DefaultLease
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = c.Lease / 3
 	}
 	if c.ReconcileInterval == 0 {
-		c.ReconcileInterval = 2 * time.Second
+		c.ReconcileInterval = DefaultReconcileInterval
+	}
+	if c.ScheduleInterval == 0 {
+		c.ScheduleInterval = DefaultScheduleInterval
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.DeliveryLimit == 0 {
-		c.DeliveryLimit = 10
+		c.DeliveryLimit = DefaultDeliveryLimit
 	}
 	if c.NodeID == "" {
 		host, _ := os.Hostname()

@@ -41,10 +41,6 @@ func CatchUp(p cron.CatchUp, window time.Duration) ScheduleOption {
 	return func(s *persistence.Schedule) { s.CatchUp = string(p); s.CatchUpWindow = window }
 }
 
-// defaultScheduleInterval is how often a node evaluates the schedules when
-// Config.ScheduleInterval is zero.
-const defaultScheduleInterval = time.Second
-
 // Schedule declares a recurring schedule: every tick of spec (a cron spec,
 // see package cron) starts one run of workflow with input, across all
 // nodes. Declare schedules before Start, on every node that should fire
@@ -108,8 +104,8 @@ func (e *Engine) Schedule(name, spec, workflow string, input any, opts ...Schedu
 func (e *Engine) scheduler() *cron.Scheduler {
 	e.schedOnce.Do(func() {
 		interval := e.cfg.ScheduleInterval
-		if interval <= 0 {
-			interval = defaultScheduleInterval
+		if interval <= 0 { // this node fires no schedules; tools pass by hand
+			interval = DefaultScheduleInterval
 		}
 		s, err := cron.New(cron.Config{
 			Store:   e.store,
@@ -143,10 +139,7 @@ func (e *Engine) startScheduler() {
 	if e.cfg.ScheduleInterval < 0 {
 		return
 	}
-	interval := e.cfg.ScheduleInterval
-	if interval == 0 {
-		interval = defaultScheduleInterval
-	}
+	interval := e.cfg.ScheduleInterval // withDefaults made a zero the default
 	s := e.scheduler()
 	e.wg.Add(1)
 	go func() {
