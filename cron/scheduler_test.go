@@ -14,24 +14,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/cron"
+	"github.com/dagflow/dagflow/internal/clocktest"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // storeStarter creates runs directly in the store, as the engine's Trigger
 // does; crash makes it fail right after the run is created, like a node
 // that dies between starting a tick's run and moving the cursor.
 type storeStarter struct {
 	st    persistence.Store
-	clock *fakeClock
+	clock *clocktest.Clock
 	crash bool
 }
 
@@ -88,7 +81,7 @@ var base = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // cursor loses no tick, and the retry by another node starts nothing new.
 func TestCrashBetweenStartAndAdvance(t *testing.T) {
 	st := newStore(t)
-	clock := &fakeClock{t: base}
+	clock := clocktest.New(base)
 	ctx := context.Background()
 	dying := newScheduler(t, st, &storeStarter{st: st, clock: clock, crash: true}, clock)
 	healthy := newScheduler(t, st, &storeStarter{st: st, clock: clock}, clock)
@@ -118,7 +111,7 @@ func TestCrashBetweenStartAndAdvance(t *testing.T) {
 // Many schedulers passing at once over the same ticks start one run each.
 func TestConcurrentPasses(t *testing.T) {
 	st := newStore(t)
-	clock := &fakeClock{t: base}
+	clock := clocktest.New(base)
 	ctx := context.Background()
 	var nodes []*cron.Scheduler
 	for range 5 {

@@ -3,11 +3,10 @@ package faults
 import (
 	"strconv"
 	"strings"
-
-	"github.com/dagflow/dagflow/engine"
 	"testing"
 	"time"
 
+	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -17,11 +16,6 @@ func waitStatus(t *testing.T, c *cluster, run, step string, want persistence.Ste
 	t.Helper()
 	testenv.Eventually(t, timeout, func() bool { return c.stepStatus(run, step) == want },
 		"run %s step %s %s", run, step, want)
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	testenv.Eventually(t, timeout, cond, "%s", msg)
 }
 
 func byPid(ws []*worker, pid int) *worker {

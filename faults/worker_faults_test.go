@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -165,7 +166,7 @@ func TestGracefulStop(t *testing.T) {
 		ws := c.start(2, nil)
 		id := c.trigger(wfChain, plan{N: 10, SleepMS: map[string]int{"b": 1000}})
 		var pid int
-		eventually(t, 30*time.Second, func() bool {
+		testenv.Eventually(t, 30*time.Second, func() bool {
 			c.db.QueryRow(`SELECT pid FROM invocations WHERE run_id = ? AND step = 'b'`, id).Scan(&pid)
 			return pid != 0
 		}, "b started")

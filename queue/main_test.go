@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/dagflow/dagflow/internal/clocktest"
 	"github.com/dagflow/dagflow/internal/testenv"
 )
 
@@ -22,25 +22,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeClock is a settable clock for Config.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().Truncate(time.Millisecond)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newFakeClock returns a settable clock for Config.Now, at the present
+// to the millisecond.
+func newFakeClock() *clocktest.Clock { return clocktest.New(time.Now().Truncate(time.Millisecond)) }
 
 // newRealRedis returns a client of the shared loopback Redis.
 func newRealRedis(t testing.TB) redis.UniversalClient {

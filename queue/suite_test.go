@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/clocktest"
 )
 
 // runSuite is the conformance suite every backend (real Redis, miniredis,
@@ -18,7 +20,7 @@ import (
 func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
 	// setup returns a Queue with a fake clock and a long PollInterval, so
 	// that anything faster than it proves a wake-up did the work.
-	setup := func(t *testing.T) (*Queue, *fakeClock) {
+	setup := func(t *testing.T) (*Queue, *clocktest.Clock) {
 		clock := newFakeClock()
 		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, PollInterval: 30 * time.Second})
 		return q, clock

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,40 +29,18 @@ import (
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clocktest"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 )
 
-// FakeClock is a clock that moves only when told to. It is safe for
-// concurrent use.
-type FakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// FakeClock is a clock that moves only when told to: Now returns its
+// time, Advance(d) moves it forward by d, Set(t) sets it to t. It is safe
+// for concurrent use. (It is the fake clock dagflow's own tests use.)
+type FakeClock = clocktest.Clock
 
 // NewFakeClock returns a clock set to t.
-func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{t: t} }
-
-// Now returns the clock's time.
-func (c *FakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *FakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// Set sets the clock to t.
-func (c *FakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
+func NewFakeClock(t time.Time) *FakeClock { return clocktest.New(t) }
 
 // Options configure an Env. Zero values give the embedded backends and a
 // fake clock.
