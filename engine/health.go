@@ -26,7 +26,7 @@ func (e *Engine) redisError(msg string, err error, attrs ...any) {
 	e.stats.errors.Add(1)
 	e.stats.redisErrors.Add(1)
 	w := &e.redisWarn
-	now := time.Now()
+	now := e.clock.Now()
 	w.mu.Lock()
 	if !w.last.IsZero() && now.Sub(w.last) < redisWarnEvery {
 		w.suppressed++
