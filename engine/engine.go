@@ -2,17 +2,13 @@ package engine
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/dag"
@@ -46,7 +42,7 @@ type Engine struct {
 	wg        sync.WaitGroup // reconciler, scheduler
 	fetchDone chan struct{}  // closed when the fetch loop has ended
 	handlers  sync.WaitGroup // running steps
-	slots     chan struct{}
+	slots     *slotPool // nil on a node without workers
 
 	completions chan *completion // to the committers (batch.go)
 	stopCommit  chan struct{}
@@ -201,7 +197,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		go e.triggerLoop()
 	}
 	if !e.cfg.NoWorkers && e.cfg.Concurrency > 0 {
-		e.slots = make(chan struct{}, e.cfg.Concurrency)
+		e.slots = newSlotPool(e.cfg.Concurrency)
 		go e.fetchLoop()
 	} else {
 		close(e.fetchDone)
@@ -266,305 +262,21 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 func (e *Engine) stopped() bool { return e.state.Load() == 2 }
 
-// TriggerOption sets a per-call option of Trigger and TriggerTx.
-type TriggerOption func(*triggerOptions)
-
-type triggerOptions struct {
-	key      string
-	startAt  time.Time
-	delay    time.Duration
-	metadata map[string]string
-	schedule string
-	tick     *time.Time
-}
-
-// IdempotencyKey makes Trigger return the existing run when a run of the
-// same workflow was already started with key (a repeat with a different
-// input is an error wrapping persistence.ErrIdempotencyConflict).
-func IdempotencyKey(key string) TriggerOption { return func(o *triggerOptions) { o.key = key } }
-
-// StartAt delays the run's first steps until t.
-func StartAt(t time.Time) TriggerOption { return func(o *triggerOptions) { o.startAt = t } }
-
-// Delay delays the run's first steps by d.
-func Delay(d time.Duration) TriggerOption { return func(o *triggerOptions) { o.delay = d } }
-
-// Metadata attaches string metadata to the run; handlers see it in
-// steps.Context.Metadata.
-func Metadata(md map[string]string) TriggerOption {
-	return func(o *triggerOptions) { o.metadata = md }
-}
-
-// FromSchedule records that the run was started by a schedule's tick.
-func FromSchedule(name string, tick time.Time) TriggerOption {
-	return func(o *triggerOptions) { o.schedule = name; t := tick; o.tick = &t }
-}
-
-func (e *Engine) createParams(workflow string, input any, opts []TriggerOption) (persistence.RunCreateParams, error) {
-	w := e.Workflow(workflow)
-	if w == nil {
-		return persistence.RunCreateParams{}, &WorkflowError{Workflow: workflow, Err: ErrUnknownWorkflow}
+// queueNames are the queues this node works: Config.Queues, or else every
+// queue of the registered workflows.
+func (e *Engine) queueNames() []string {
+	if len(e.cfg.Queues) > 0 {
+		return e.cfg.Queues
 	}
-	raw, err := encodeInput(input)
-	if err != nil {
-		return persistence.RunCreateParams{}, &inputError{workflow: workflow, err: err}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	names := make([]string, 0, len(e.queues))
+	for n := range e.queues {
+		names = append(names, n)
 	}
-	var o triggerOptions
-	for _, opt := range opts {
-		opt(&o)
+	if len(names) == 0 {
+		return []string{dag.DefaultQueueName}
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return persistence.RunCreateParams{}, fmt.Errorf("engine: run id: %w", err)
-	}
-	now := e.clock.Now()
-	startAt := o.startAt
-	if o.delay > 0 {
-		startAt = now.Add(o.delay)
-	}
-	p := persistence.RunCreateParams{
-		ID:             id.String(),
-		Workflow:       w.Name(),
-		Version:        w.Version(),
-		Input:          raw,
-		IdempotencyKey: o.key,
-		Metadata:       o.metadata,
-		Schedule:       o.schedule,
-		ScheduledTick:  o.tick,
-		StartAt:        startAt,
-		Now:            now,
-	}
-	for _, s := range w.Steps() {
-		p.Steps = append(p.Steps, persistence.StepSpec{
-			Name:        s.Name,
-			Deps:        s.Deps,
-			Queue:       s.Queue,
-			MaxAttempts: s.Retry.MaxAttempts,
-		})
-	}
-	return p, nil
-}
-
-// encodeInput returns the JSON of a run's input; its error says why the
-// input is not JSON (inputError adds the rest).
-func encodeInput(input any) ([]byte, error) {
-	switch v := input.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
-	case []byte:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
-	default:
-		return json.Marshal(v)
-	}
-}
-
-// inputError reports a run input that is not JSON:
-// `engine: workflow "order": invalid input: not valid JSON`. It wraps
-// ErrInvalidInput and the encoder's error.
-type inputError struct {
-	workflow string
-	err      error
-}
-
-func (e *inputError) Error() string {
-	return fmt.Sprintf("engine: workflow %q: invalid input: %v", e.workflow, e.err)
-}
-
-func (e *inputError) Unwrap() []error { return []error{ErrInvalidInput, e.err} }
-
-// Trigger starts a run of workflow with input (any JSON-encodable value, or
-// raw JSON as []byte/json.RawMessage) and returns its id. The run is
-// committed to the store before Trigger returns and its first steps are
-// enqueued (for a run delayed by StartAt or Delay, due at its start time),
-// so a nil error means the run will execute, on time, with or without the
-// reconciler; if Redis is unreachable the reconciler dispatches it later.
-func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts ...TriggerOption) (string, error) {
-	if e.stopped() {
-		return "", ErrStopped
-	}
-	p, err := e.createParams(workflow, input, opts)
-	if err != nil {
-		return "", err
-	}
-	res, err := e.createRun(ctx, p)
-	if err != nil {
-		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
-	}
-	if res.Created {
-		e.stats.runsCreated.Add(1)
-	}
-	return res.Run.ID, nil
-}
-
-// DB returns the store's database, on which to begin the transactions
-// passed to TriggerTx:
-//
-//	db, err := e.DB()
-//	tx, err := db.BeginTx(ctx, nil)
-//	... insert the order row with tx ...
-//	id, err := e.TriggerTx(ctx, tx, "order", input)
-//	err = tx.Commit()
-//	err = e.Dispatch(ctx, id) // start now, not at the next reconcile pass
-//
-// A store that does not take caller transactions gives ErrNoTx.
-func (e *Engine) DB() (*sql.DB, error) {
-	ts, ok := e.store.(persistence.TxStore)
-	if !ok {
-		return nil, ErrNoTx
-	}
-	return ts.DB(), nil
-}
-
-// TriggerTx creates a run inside tx, a transaction the caller owns
-// (*sql.Tx or *sqlx.Tx begun on DB()), so that the caller's rows and the
-// run commit or roll back together. Nothing is dispatched before the
-// commit: call Dispatch after the commit to start the run at once.
-// Without Dispatch the reconciler finds the run's queued steps once they
-// have waited one ReconcileInterval, on its next pass: between one and two
-// intervals after the commit (2-4 s by default), and never with the
-// reconciler off.
-func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow string, input any, opts ...TriggerOption) (string, error) {
-	if e.stopped() {
-		return "", ErrStopped
-	}
-	ts, ok := e.store.(persistence.TxStore)
-	if !ok {
-		return "", ErrNoTx
-	}
-	p, err := e.createParams(workflow, input, opts)
-	if err != nil {
-		return "", err
-	}
-	res, err := ts.RunCreateTx(ctx, tx, p)
-	if err != nil {
-		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
-	}
-	return res.Run.ID, nil
-}
-
-// Dispatch enqueues the queued steps of a run, e.g. right after the
-// transaction of a TriggerTx committed; a run that starts later (StartAt,
-// Delay) is enqueued for its start time. It is idempotent.
-func (e *Engine) Dispatch(ctx context.Context, runID string) error {
-	run, err := e.store.RunGet(ctx, runID)
-	if err != nil {
-		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
-	}
-	sts, err := e.store.StepList(ctx, runID)
-	if err != nil {
-		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
-	}
-	if err := e.enqueueCreated(ctx, []persistence.RunCreateResult{{Run: run, Steps: sts}}); err != nil {
-		return fmt.Errorf("engine: dispatch run %s: %w", runID, err)
-	}
-	return nil
-}
-
-// Cancel cancels an unfinished run: its pending steps are cancelled, and
-// steps running now are told to stop (their context ends at their next
-// heartbeat). A finished run gives an error wrapping
-// persistence.ErrRunFinished.
-func (e *Engine) Cancel(ctx context.Context, runID string) error {
-	_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
-		RunID:              runID,
-		From:               []persistence.RunStatus{persistence.RunPending, persistence.RunRunning, persistence.RunCompensating},
-		To:                 persistence.RunCancelled,
-		Error:              "cancelled",
-		Now:                e.clock.Now(),
-		CancelPendingSteps: true,
-	})
-	if err != nil {
-		return fmt.Errorf("engine: cancel run %s: %w", runID, err)
-	}
-	e.cancelLocal(runID)
-	return nil
-}
-
-// RunInfo is a run with its steps and history.
-type RunInfo struct {
-	Run      persistence.Run
-	Steps    []persistence.StepRun
-	Attempts []persistence.Attempt
-}
-
-// Output returns the run's result: a JSON object mapping each final step
-// (one no other step depends on) that succeeded to its output.
-func (ri RunInfo) Output() json.RawMessage {
-	if ri.Run.Output != nil {
-		return ri.Run.Output
-	}
-	hasDependents := map[string]bool{}
-	for _, s := range ri.Steps {
-		for _, d := range s.Deps {
-			hasDependents[d] = true
-		}
-	}
-	out := map[string]json.RawMessage{}
-	for _, s := range ri.Steps {
-		if !hasDependents[s.Step] && s.Status == persistence.StepSucceeded && s.Output != nil {
-			out[s.Step] = s.Output
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-// Step returns the named step of the run, or false.
-func (ri RunInfo) Step(name string) (persistence.StepRun, bool) {
-	for _, s := range ri.Steps {
-		if s.Step == name {
-			return s, true
-		}
-	}
-	return persistence.StepRun{}, false
-}
-
-// Get returns a run with its steps and attempts.
-func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
-	run, err := e.store.RunGet(ctx, runID)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	sts, err := e.store.StepList(ctx, runID)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	atts, err := e.store.AttemptList(ctx, runID)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	return RunInfo{Run: run, Steps: sts, Attempts: atts}, nil
-}
-
-// Wait blocks until the run is finished (succeeded, compensated, failed or
-// cancelled) or ctx ends, and returns the run.
-func (e *Engine) Wait(ctx context.Context, runID string) (persistence.Run, error) {
-	delay := 5 * time.Millisecond
-	for {
-		run, err := e.store.RunGet(ctx, runID)
-		if err != nil {
-			return persistence.Run{}, err
-		}
-		if run.Status.Terminal() {
-			return run, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return run, ctx.Err()
-		case <-t.C:
-		}
-		if delay < 200*time.Millisecond {
-			delay = delay * 3 / 2
-		}
-	}
+	sort.Strings(names)
+	return names
 }

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/dagflow/dagflow/persistence/sqlite"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
+	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/steps"
 )
 

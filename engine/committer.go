@@ -40,132 +40,6 @@ const (
 	extraCommitAt = 32
 )
 
-// dispatch claims the forward tasks of a dequeued batch and starts a
-// goroutine for every task this node may run. Each task holds a slot until
-// its goroutine ends, or is given back at once when dropped.
-func (e *Engine) dispatch(tasks []queue.Task) {
-	var fwd []*execution
-	for _, t := range tasks {
-		ref, err := parseTaskID(t.ID)
-		if err != nil {
-			e.log.Error("dropping malformed task", "task", t.ID, "err", err)
-			e.ackTasks([]queue.Task{t})
-			<-e.slots
-			continue
-		}
-		ex := &execution{task: t, runID: ref.RunID, step: ref.Step}
-		if ref.Compensation {
-			e.goRun(ex, func() bool { return e.runCompensation(e.runCtx, ex, ref) })
-			continue
-		}
-		fwd = append(fwd, ex)
-	}
-	for len(fwd) > 0 {
-		n := min(len(fwd), maxCommitBatch)
-		e.claimBatch(fwd[:n])
-		fwd = fwd[n:]
-	}
-}
-
-// claimBatch claims forward tasks in one transaction.
-func (e *Engine) claimBatch(batch []*execution) {
-	fence := uuid.NewString()
-	now := e.clock.Now()
-	items := make([]persistence.StepClaimItem, len(batch))
-	for i, ex := range batch {
-		items[i] = persistence.StepClaimItem{RunID: ex.runID, Step: ex.step}
-	}
-	e.stats.claimBatches.Add(1)
-	e.stats.claimItems.Add(int64(len(batch)))
-	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
-		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
-	})
-	if err != nil {
-		// The store could not be asked: the tasks come back soon.
-		e.stats.errors.Add(1)
-		e.log.Warn("claim failed; tasks retried shortly", "tasks", len(batch), "err", err)
-		for _, ex := range batch {
-			e.retrySoon(ex.task)
-			<-e.slots
-		}
-		return
-	}
-	var drop []queue.Task
-	for i, ex := range batch {
-		o := outs[i]
-		if o.Err != nil {
-			// Not due yet (put back for its time), or stale: someone
-			// else owns the step, or it is finished or gone.
-			if !e.onRefused(e.runCtx, ex.task, ex.runID, ex.step, o.Err) {
-				drop = append(drop, ex.task)
-			}
-			<-e.slots
-			continue
-		}
-		ex.fence = fence
-		res := o.Result
-		e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
-	}
-	e.ackTasks(drop)
-}
-
-// goRun runs one task's work in its own goroutine, then acks the task
-// (unless the work acked it, or Stop released it) or, when the work could
-// not reach the store, hands it back for a retry shortly.
-func (e *Engine) goRun(ex *execution, work func() bool) {
-	e.handlers.Add(1)
-	e.inflightMu.Lock()
-	e.inflight[ex.task.ID] = ex
-	e.inflightMu.Unlock()
-	go func() {
-		defer func() {
-			e.inflightMu.Lock()
-			delete(e.inflight, ex.task.ID)
-			e.inflightMu.Unlock()
-			if !ex.handedOver {
-				<-e.slots
-			}
-			e.handlers.Done()
-		}()
-		done := work()
-		switch {
-		case ex.released.Load(), ex.acked:
-		case done:
-			if !ex.eager {
-				e.ackTasks([]queue.Task{ex.task})
-			}
-		case ex.eager:
-			// Claimed at release, so not in Redis: enqueue it for later.
-			e.enqueue(ex.task.Queue, ex.task.ID, e.clock.Now().Add(time.Second))
-		default:
-			e.retrySoon(ex.task)
-		}
-	}()
-}
-
-func (e *Engine) retrySoon(t queue.Task) {
-	if err := e.q.Retry(context.Background(), t.Queue, t.ID, e.clock.Now().Add(time.Second)); err != nil {
-		e.redisError("retry of a task failed; its lease will expire", err, "task", t.ID)
-	}
-}
-
-// ackTasks acks tasks, one Redis call per queue. A failed ack is harmless:
-// the task comes back after its lease and the store's claim drops it.
-func (e *Engine) ackTasks(tasks []queue.Task) {
-	if len(tasks) == 0 {
-		return
-	}
-	byQueue := map[string][]string{}
-	for _, t := range tasks {
-		byQueue[t.Queue] = append(byQueue[t.Queue], t.ID)
-	}
-	for name, ids := range byQueue {
-		if err := e.q.Ack(context.Background(), name, ids...); err != nil {
-			e.redisError("ack failed", err, "queue", name, "tasks", len(ids))
-		}
-	}
-}
-
 // completion is one step outcome waiting for a committer.
 type completion struct {
 	p     persistence.StepCompleteParams
@@ -304,7 +178,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	cancel()
 	if err != nil {
 		e.stats.errors.Add(1)
-		e.freeSlots(slots)
+		e.slots.free(slots)
 		for _, c := range batch {
 			c.done <- completionResult{err: err}
 		}
@@ -330,7 +204,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	// batch's steps that have nothing left to do once they hear back (a
 	// success or skip in a run that is not compensating).
 	fromFree := min(len(claimed), slots)
-	e.freeSlots(slots - fromFree)
+	e.slots.free(slots - fromFree)
 	handover := make([]bool, len(batch))
 	need := len(claimed) - fromFree
 	for i := range batch {
@@ -371,7 +245,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	if e.slots == nil || e.fetchCtx.Err() != nil || e.clockSkewed() {
 		return nil, 0
 	}
-	n := e.tryTakeSlots(max)
+	n := e.slots.tryTake(max)
 	if n+extra == 0 {
 		return nil, 0
 	}
@@ -389,11 +263,9 @@ func (e *Engine) runEagerWhenFree(res persistence.StepClaimResult, fence string)
 	go func() {
 		defer e.handlers.Done()
 		if e.fetchCtx.Err() == nil {
-			select {
-			case e.slots <- struct{}{}:
+			if e.slots.acquire(e.fetchCtx) {
 				e.runEager(res, fence)
 				return
-			case <-e.fetchCtx.Done():
 			}
 		}
 		e.handBack(res, fence)
@@ -409,153 +281,4 @@ func (e *Engine) runEager(res persistence.StepClaimResult, fence string) {
 		runID: ref.RunID, step: ref.Step, fence: fence, eager: true,
 	}
 	e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
-}
-
-// triggerReq is one Trigger call waiting for a trigger loop.
-type triggerReq struct {
-	p    persistence.RunCreateParams
-	done chan triggerResult
-}
-
-type triggerResult struct {
-	res persistence.RunCreateResult
-	err error
-}
-
-// triggerLoops is how many run-creation transactions may be in flight.
-// One: a second makes the batches smaller and its inserts contend with
-// the first's and with the committers' writes on the same index pages (run
-// ids are time-ordered), for less throughput and slower completions.
-const triggerLoops = 1
-
-// createRun stores a run through the trigger loops, which create the runs
-// of concurrent Trigger calls in one transaction and enqueue their first
-// steps together. An engine that is not running creates it directly.
-func (e *Engine) createRun(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
-	if e.state.Load() != 1 {
-		return e.createDirect(ctx, p)
-	}
-	req := &triggerReq{p: p, done: make(chan triggerResult, 1)}
-	select {
-	case e.triggers <- req:
-	case <-e.stopTrigger:
-		return e.createDirect(ctx, p)
-	case <-ctx.Done():
-		return persistence.RunCreateResult{}, ctx.Err()
-	}
-	select {
-	case r := <-req.done:
-		return r.res, r.err
-	case <-ctx.Done():
-		// As with any store call cut short, the run may or may not have
-		// been created: retry with an idempotency key to be sure.
-		return persistence.RunCreateResult{}, ctx.Err()
-	}
-}
-
-func (e *Engine) createDirect(ctx context.Context, p persistence.RunCreateParams) (persistence.RunCreateResult, error) {
-	res, err := e.store.RunCreate(ctx, p)
-	if err == nil && res.Created {
-		e.enqueueCreated(ctx, []persistence.RunCreateResult{res})
-	}
-	return res, err
-}
-
-// triggerLoop creates the runs of waiting Trigger calls in batches until
-// stopTrigger is closed.
-func (e *Engine) triggerLoop() {
-	defer e.commitWG.Done()
-	for {
-		var first *triggerReq
-		select {
-		case first = <-e.triggers:
-		case <-e.stopTrigger:
-			return
-		}
-		batch := []*triggerReq{first}
-	gather:
-		for len(batch) < maxCommitBatch {
-			select {
-			case r := <-e.triggers:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
-		}
-		ps := make([]persistence.RunCreateParams, len(batch))
-		for i, r := range batch {
-			ps[i] = r.p
-		}
-		outs, err := e.createBatch(ps)
-		if err != nil {
-			for _, r := range batch {
-				r.done <- triggerResult{err: err}
-			}
-			continue
-		}
-		for i, r := range batch {
-			r.done <- triggerResult{res: outs[i].Result, err: outs[i].Err}
-		}
-	}
-}
-
-// createBatch creates runs in one transaction and dispatches them. With
-// free slots, root steps of the new runs are claimed in that transaction
-// and start here at once, without a trip through Redis and a claim
-// transaction (claim at create). A claim that commits after Stop began is
-// released and queued for another node: no handler starts once Stop has
-// begun.
-func (e *Engine) createBatch(ps []persistence.RunCreateParams) ([]persistence.RunCreateOutcome, error) {
-	rc, slots := e.releaseClaim(2*len(ps), 0)
-	e.stats.createBatches.Add(1)
-	e.stats.createItems.Add(int64(len(ps)))
-	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
-	outs, err := e.store.RunCreateMany(ctx, persistence.RunCreateManyParams{Items: ps, ClaimRoots: rc})
-	cancel()
-	if err != nil {
-		e.freeSlots(slots)
-		return nil, err
-	}
-	var created []persistence.RunCreateResult
-	var claimed []persistence.StepClaimResult
-	for _, o := range outs {
-		if o.Err == nil && o.Result.Created {
-			created = append(created, o.Result)
-			claimed = append(claimed, o.Claimed...)
-		}
-	}
-	e.stats.claimedAtCreate.Add(int64(len(claimed)))
-	// Whether Stop has begun, and the handlers' start, under claimGate:
-	// Stop takes it once it has ended fetchCtx, before it waits for the
-	// handlers, so they are either started (and waited for) or not at all.
-	e.claimGate.RLock()
-	stopping := e.fetchCtx.Err() != nil
-	if !stopping {
-		for _, cl := range claimed {
-			e.runEager(cl, rc.Fence)
-		}
-	}
-	e.claimGate.RUnlock()
-	if stopping {
-		// Stop began during the transaction: run nothing new here.
-		e.freeSlots(slots)
-		for _, cl := range claimed {
-			e.handBack(cl, rc.Fence)
-		}
-	} else {
-		e.freeSlots(slots - len(claimed))
-	}
-	// A failed enqueue is logged; the reconciler dispatches the runs.
-	e.enqueueCreated(context.Background(), created)
-	return outs, nil
-}
-
-// handBack releases the lease of a step claimed for this node that it
-// will not run (it is stopping) and queues the step for another node.
-func (e *Engine) handBack(res persistence.StepClaimResult, fence string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
-	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
-	e.enqueue(res.Step.Queue, ref.String(), now)
 }

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Cancel cancels an unfinished run: its pending steps are cancelled, and
+// steps running now are told to stop (their context ends at their next
+// heartbeat). A finished run gives an error wrapping
+// persistence.ErrRunFinished.
+func (e *Engine) Cancel(ctx context.Context, runID string) error {
+	_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+		RunID:              runID,
+		From:               []persistence.RunStatus{persistence.RunPending, persistence.RunRunning, persistence.RunCompensating},
+		To:                 persistence.RunCancelled,
+		Error:              "cancelled",
+		Now:                e.clock.Now(),
+		CancelPendingSteps: true,
+	})
+	if err != nil {
+		return fmt.Errorf("engine: cancel run %s: %w", runID, err)
+	}
+	e.cancelLocal(runID)
+	return nil
+}
+
+// RunInfo is a run with its steps and history.
+type RunInfo struct {
+	Run      persistence.Run
+	Steps    []persistence.StepRun
+	Attempts []persistence.Attempt
+}
+
+// Output returns the run's result: a JSON object mapping each final step
+// (one no other step depends on) that succeeded to its output.
+func (ri RunInfo) Output() json.RawMessage {
+	if ri.Run.Output != nil {
+		return ri.Run.Output
+	}
+	hasDependents := map[string]bool{}
+	for _, s := range ri.Steps {
+		for _, d := range s.Deps {
+			hasDependents[d] = true
+		}
+	}
+	out := map[string]json.RawMessage{}
+	for _, s := range ri.Steps {
+		if !hasDependents[s.Step] && s.Status == persistence.StepSucceeded && s.Output != nil {
+			out[s.Step] = s.Output
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// Step returns the named step of the run, or false.
+func (ri RunInfo) Step(name string) (persistence.StepRun, bool) {
+	for _, s := range ri.Steps {
+		if s.Step == name {
+			return s, true
+		}
+	}
+	return persistence.StepRun{}, false
+}
+
+// Get returns a run with its steps and attempts.
+func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
+	run, err := e.store.RunGet(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	sts, err := e.store.StepList(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	atts, err := e.store.AttemptList(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return RunInfo{Run: run, Steps: sts, Attempts: atts}, nil
+}
+
+// Wait blocks until the run is finished (succeeded, compensated, failed or
+// cancelled) or ctx ends, and returns the run.
+func (e *Engine) Wait(ctx context.Context, runID string) (persistence.Run, error) {
+	delay := 5 * time.Millisecond
+	for {
+		run, err := e.store.RunGet(ctx, runID)
+		if err != nil {
+			return persistence.Run{}, err
+		}
+		if run.Status.Terminal() {
+			return run, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return run, ctx.Err()
+		case <-t.C:
+		}
+		if delay < 200*time.Millisecond {
+			delay = delay * 3 / 2
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// Recording a forward attempt's outcome: success and skip go through the
+// committers (committer.go); a failure becomes a retry or a dead letter,
+// and a dead letter may start the saga (saga.go).
+
+func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
+	Info(string, ...any)
+}) bool {
+	cres, err := e.complete(ex, persistence.StepCompleteParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: out, Now: e.clock.Now(),
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		e.log.Warn("stale completion refused: the lease was taken over", "run_id", ex.runID, "step", ex.step, "attempt", res.Step.Attempt)
+		return true
+	}
+	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
+		// The store refuses the output itself (over MaxPayload): running
+		// the step again would make the same output, so it is dead, with
+		// the reason, rather than retried as if the store were down.
+		w := e.Workflow(res.Run.Workflow)
+		var sdef *dag.Step
+		if w != nil {
+			sdef = w.Step(ex.step)
+		}
+		return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), e.log.With("run_id", ex.runID, "step", ex.step))
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		e.log.Error("recording success failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	e.stats.stepsSucceeded.Add(1)
+	if cres.RunFinished {
+		log.Info("run succeeded")
+	}
+	if cres.RunStatus == persistence.RunCompensating {
+		// The run began compensating while this step ran: its success
+		// needs undoing too.
+		e.advanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence.StepClaimResult, why string, log interface {
+	Info(string, ...any)
+}) bool {
+	cres, err := e.complete(ex, persistence.StepCompleteParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		return false
+	}
+	e.stats.stepsSkipped.Add(1)
+	log.Info("step skipped", "reason", why)
+	if cres.RunStatus == persistence.RunCompensating {
+		e.advanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+// stepAborted records a step whose run stopped running (cancelled or
+// compensating) or whose lease was lost while its handler ran.
+func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence.StepClaimResult, why error, log interface {
+	Info(string, ...any)
+}) bool {
+	if errors.Is(why, errLeaseLost) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	_, err := e.store.StepTransition(context.WithoutCancel(ctx), persistence.StepTransitionParams{
+		RunID: ex.runID, Steps: []string{ex.step},
+		From: []persistence.StepStatus{persistence.StepRunning}, To: persistence.StepCancelled,
+		Error: why.Error(), Now: e.clock.Now(),
+	})
+	if err != nil {
+		e.stats.errors.Add(1)
+		return false
+	}
+	log.Info("step aborted", "reason", why)
+	e.maybeAdvanceSaga(ctx, ex.runID)
+	return true
+}
+
+// stepFailed records a failed attempt: a retry with backoff, or a dead
+// letter (and then the saga) when attempts are exhausted or the error is
+// permanent.
+func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, w *dag.Workflow, herr error, log interface {
+	Warn(string, ...any)
+}) bool {
+	e.stats.stepsFailed.Add(1)
+	now := e.clock.Now()
+	attempt := res.Step.Attempt
+	p := persistence.StepFailParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Error: errorText(herr), Now: now,
+	}
+	policy := dag.DefaultRetryPolicy()
+	if sdef != nil {
+		policy = sdef.Retry
+	}
+	dead := steps.IsPermanent(herr) || attempt >= res.Step.MaxAttempts
+	if !dead {
+		delay := policy.Backoff(attempt, e.cfg.Rand())
+		if d, ok := steps.RetryDelay(herr); ok {
+			delay = d
+		}
+		at := now.Add(delay)
+		p.RetryAt = &at
+	} else {
+		p.DeadRunStatus = persistence.RunFailed
+		p.DeadRunError = fmt.Sprintf("step %q dead after %d attempt(s): %s", ex.step, attempt, firstLine(herr))
+		if e.needsCompensation(ctx, ex.runID, ex.step, w) {
+			p.DeadRunStatus = persistence.RunCompensating
+		}
+	}
+	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		e.stats.staleCompletions.Add(1)
+		return true
+	}
+	if err != nil {
+		e.stats.errors.Add(1)
+		e.log.Error("recording failure failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	if p.RetryAt != nil {
+		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
+		return true
+	}
+	e.stats.stepsDead.Add(1)
+	log.Warn("step dead-lettered", "err", firstLine(herr), "run_status", p.DeadRunStatus)
+	if p.DeadRunStatus == persistence.RunCompensating {
+		e.advanceSaga(ctx, ex.runID)
+	}
+	return true
+}
+
+// needsCompensation reports whether a run has a step other than dead with
+// a compensation that succeeded or may still succeed (is running).
+func (e *Engine) needsCompensation(ctx context.Context, runID, dead string, w *dag.Workflow) bool {
+	if w == nil {
+		return false
+	}
+	any := false
+	for _, s := range w.Steps() {
+		if s.Compensation != nil {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return false
+	}
+	sts, err := e.store.StepList(ctx, runID)
+	if err != nil {
+		return true // compensating is the safe choice: the saga re-reads
+	}
+	for _, s := range sts {
+		d := w.Step(s.Step)
+		if s.Step != dead && d != nil && d.Compensation != nil && (s.Status == persistence.StepSucceeded || s.Status == persistence.StepRunning) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorText is what the history keeps of an error: its message, and the
+// stack of a panic.
+func errorText(err error) string {
+	var pe *steps.PanicError
+	if errors.As(err, &pe) {
+		return err.Error() + "\n" + string(pe.Stack)
+	}
+	return err.Error()
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/queue"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// execution is one task being worked on by this node.
+type execution struct {
+	task     queue.Task
+	runID    string
+	step     string
+	fence    string
+	cancel   context.CancelCauseFunc
+	released atomic.Bool // Stop released the lease: record nothing
+	acked    bool        // the task was acked, or put back for later (owner goroutine only)
+	eager    bool        // claimed at release: the task is not in Redis
+	// handedOver: the committer gave this execution's slot to a step it
+	// claimed; the goroutine ends without giving it back (owner only).
+	handedOver bool
+}
+
+var (
+	errRunNotRunning = errors.New("engine: run is no longer running")
+	errLeaseLost     = errors.New("engine: lease lost to another worker")
+	errShutdown      = errors.New("engine: node shutting down")
+)
+
+// runClaimed executes a claimed forward attempt. It returns false when
+// the task should be tried again because the store was unreachable.
+func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.StepClaimResult) bool {
+	ref := taskRef{RunID: ex.runID, Step: ex.step}
+	e.stats.stepsStarted.Add(1)
+	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
+	w := e.Workflow(res.Run.Workflow)
+	var sdef *dag.Step
+	if w != nil {
+		sdef = w.Step(ref.Step)
+	}
+	if sdef == nil {
+		// Another node may know the workflow; retry like a failure.
+		err := fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
+		return e.stepFailed(ctx, ex, res, nil, w, err, log)
+	}
+	if res.Step.Attempt > res.Step.MaxAttempts {
+		err := steps.Permanent(fmt.Errorf("attempt %d exceeds the %d allowed: earlier attempts lost their worker", res.Step.Attempt, res.Step.MaxAttempts))
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
+	if err := e.deliveryLimit(ctx, ex, persistence.AttemptForward, res.Step.Attempt); err != nil {
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
+
+	sc := steps.Context{
+		RunID:          ref.RunID,
+		Workflow:       res.Run.Workflow,
+		Step:           ref.Step,
+		Attempt:        res.Step.Attempt,
+		IdempotencyKey: ref.RunID + "/" + ref.Step,
+		Input:          json.RawMessage(res.Run.Input),
+		Metadata:       res.Run.Metadata,
+		Logger:         log,
+	}
+	if len(res.Outputs) > 0 {
+		sc.Outputs = make(map[string]json.RawMessage, len(res.Outputs))
+		for k, v := range res.Outputs {
+			sc.Outputs[k] = json.RawMessage(v)
+		}
+	}
+	if len(sdef.Needs) > 0 {
+		outcomes := make(map[string]dag.Outcome, len(res.Upstream))
+		for k, st := range res.Upstream {
+			outcomes[k] = outcomeOf(st)
+		}
+		if w.ShouldSkip(ref.Step, outcomes) {
+			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
+		}
+	}
+	if sdef.When != "" {
+		run, err := sdef.EvalWhen(sc.Input, sc.Outputs)
+		if err != nil {
+			return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
+		}
+		if !run {
+			return e.stepSkipped(ctx, ex, res, "when is false", log)
+		}
+	}
+
+	out, herr := e.execute(ctx, ex, sdef.Handler, sdef.Timeout, sc)
+	if ex.released.Load() {
+		return true
+	}
+	if herr == nil {
+		return e.stepSucceeded(ctx, ex, res, out, log)
+	}
+	if errors.Is(herr, errRunNotRunning) || errors.Is(herr, errLeaseLost) {
+		return e.stepAborted(ctx, ex, res, herr, log)
+	}
+	return e.stepFailed(ctx, ex, res, sdef, w, herr, log)
+}
+
+func outcomeOf(s persistence.StepStatus) dag.Outcome {
+	switch s {
+	case persistence.StepSucceeded, persistence.StepCompensating, persistence.StepCompensated, persistence.StepCompensationFailed:
+		return dag.Succeeded
+	case persistence.StepSkipped:
+		return dag.Skipped
+	case persistence.StepDead, persistence.StepCancelled:
+		return dag.Failed
+	}
+	return dag.Pending
+}
+
+// execute runs a handler with the step's timeout while a heartbeat keeps
+// the lease; a lost lease or a run that stopped running cancels it.
+func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, timeout time.Duration, sc steps.Context) (json.RawMessage, error) {
+	hctx, cancel := context.WithCancelCause(ctx)
+	e.inflightMu.Lock()
+	ex.cancel = cancel
+	e.inflightMu.Unlock()
+	defer cancel(nil)
+	if timeout > 0 {
+		var c2 context.CancelFunc
+		hctx, c2 = context.WithTimeoutCause(hctx, timeout, &stepTimeoutError{step: sc.Step, timeout: timeout})
+		defer c2()
+	}
+	// The heartbeat starts when the first beat is due: most steps end
+	// before, and then no goroutine or ticker was made for them.
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	hb := time.AfterFunc(e.cfg.Heartbeat, func() {
+		defer close(hbStopped)
+		e.heartbeat(hctx, ex, cancel, hbDone)
+	})
+	out, err := steps.Call(hctx, h, sc)
+	if !hb.Stop() {
+		// It started: stop it and wait for it, so that no beat is in
+		// flight once the attempt's outcome is decided below.
+		close(hbDone)
+		<-hbStopped
+	}
+	if cause := context.Cause(hctx); err != nil && cause != nil && (errors.Is(cause, errRunNotRunning) || errors.Is(cause, errLeaseLost) || errors.Is(cause, errShutdown)) {
+		return nil, cause
+	}
+	if err == nil && hctx.Err() != nil && context.Cause(hctx) != nil && !errors.Is(context.Cause(hctx), context.Canceled) {
+		// The handler ignored its context and returned after the timeout:
+		// the attempt timed out.
+		return nil, context.Cause(hctx)
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		if cause := context.Cause(hctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}
+	if err == nil && len(out) > 0 && !json.Valid(out) {
+		err = steps.Permanent(fmt.Errorf("step %q returned output that is not valid JSON", sc.Step))
+	}
+	return out, err
+}
+
+// stepTimeoutError is the cause of a step context that reached the step's
+// timeout. It is made for every step with a timeout and seen by few, so it
+// formats its message only when asked.
+type stepTimeoutError struct {
+	step    string
+	timeout time.Duration
+}
+
+func (e *stepTimeoutError) Error() string {
+	return fmt.Sprintf("step %q timed out after %v", e.step, e.timeout)
+}
+
+// heartbeat extends the lease in the store and in Redis at once and then
+// every Heartbeat until done, and cancels the handler when the lease is
+// lost or the run stops running.
+func (e *Engine) heartbeat(ctx context.Context, ex *execution, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	t := time.NewTicker(e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		if stop := e.beat(ctx, ex, cancel); stop {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat extends the lease once. It reports true when the handler was
+// cancelled (its lease is lost, or its run stopped running).
+func (e *Engine) beat(ctx context.Context, ex *execution, cancel context.CancelCauseFunc) bool {
+	now := e.clock.Now()
+	err := e.store.StepHeartbeat(ctx, persistence.StepHeartbeatParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+	})
+	if errors.Is(err, persistence.ErrFenceMismatch) {
+		cancel(errLeaseLost)
+		return true
+	}
+	if err != nil {
+		e.log.Warn("heartbeat failed", "run_id", ex.runID, "step", ex.step, "err", err)
+		return false
+	}
+	if !ex.eager {
+		if _, err := e.q.Extend(ctx, ex.task.Queue, ex.task.ID, e.cfg.Lease); err != nil {
+			e.redisError("extending a task's lease failed", err, "task", ex.task.ID)
+		}
+	}
+	run, err := e.store.RunGet(ctx, ex.runID)
+	if err == nil && run.Status != persistence.RunRunning && run.Status != persistence.RunCompensating {
+		cancel(errRunNotRunning)
+		return true
+	}
+	return false
+}
