@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
@@ -15,17 +16,58 @@ import (
 // committers (committer.go); a failure becomes a retry or a dead letter,
 // and a dead letter may start the saga (saga.go).
 
+// recordResult is how recording an attempt's outcome in the store went.
+type recordResult int
+
+const (
+	recorded    recordResult = iota // the outcome is stored
+	staleLease                      // refused: the attempt's lease was taken over
+	storeFailed                     // the store could not be asked: try the task again
+)
+
+// record classifies the store's answer to recording an attempt's outcome
+// (what: "completion", "failure", ...), counting and logging it: the one
+// rule every outcome of a step or compensation follows. A refusal for a
+// lost lease is a zombie's late result (Stats().StaleCompletions): its
+// task is done. Any other error means the store could not be asked; the
+// task is tried again and, at worst, the step runs again.
+func (e *Engine) record(err error, ex *execution, what string) recordResult {
+	switch {
+	case err == nil:
+		return recorded
+	case errors.Is(err, persistence.ErrFenceMismatch):
+		e.stats.staleCompletions.Add(1)
+		e.log.Warn("stale "+what+" refused: the lease was taken over", "run_id", ex.runID, "step", ex.step)
+		return staleLease
+	default:
+		e.stats.errors.Add(1)
+		e.log.Error("recording a "+what+" failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
+		return storeFailed
+	}
+}
+
+// retryAt is when a failed attempt (forward or compensation) runs again,
+// or nil when it is dead: its error is permanent, or attempt is the last
+// of max. The delay is the policy's backoff with jitter, unless the
+// handler chose one with steps.RetryAfter. The one backoff rule.
+func (e *Engine) retryAt(policy dag.RetryPolicy, attempt, max int, herr error, now time.Time) *time.Time {
+	if steps.IsPermanent(herr) || attempt >= max {
+		return nil
+	}
+	delay := policy.Backoff(attempt, e.cfg.Rand())
+	if d, ok := steps.RetryDelay(herr); ok {
+		delay = d
+	}
+	at := now.Add(delay)
+	return &at
+}
+
 func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
 	Info(string, ...any)
 }) bool {
 	cres, err := e.complete(ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: out, Now: e.clock.Now(),
 	})
-	if errors.Is(err, persistence.ErrFenceMismatch) {
-		e.stats.staleCompletions.Add(1)
-		e.log.Warn("stale completion refused: the lease was taken over", "run_id", ex.runID, "step", ex.step, "attempt", res.Step.Attempt)
-		return true
-	}
 	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
 		// The store refuses the output itself (over MaxPayload): running
 		// the step again would make the same output, so it is dead, with
@@ -37,10 +79,8 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		}
 		return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), e.log.With("run_id", ex.runID, "step", ex.step))
 	}
-	if err != nil {
-		e.stats.errors.Add(1)
-		e.log.Error("recording success failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
-		return false
+	if r := e.record(err, ex, "completion"); r != recorded {
+		return r == staleLease
 	}
 	e.stats.stepsSucceeded.Add(1)
 	if cres.RunFinished {
@@ -60,13 +100,8 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 	cres, err := e.complete(ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
 	})
-	if errors.Is(err, persistence.ErrFenceMismatch) {
-		e.stats.staleCompletions.Add(1)
-		return true
-	}
-	if err != nil {
-		e.stats.errors.Add(1)
-		return false
+	if r := e.record(err, ex, "completion"); r != recorded {
+		return r == staleLease
 	}
 	e.stats.stepsSkipped.Add(1)
 	log.Info("step skipped", "reason", why)
@@ -90,9 +125,8 @@ func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence
 		From: []persistence.StepStatus{persistence.StepRunning}, To: persistence.StepCancelled,
 		Error: why.Error(), Now: e.clock.Now(),
 	})
-	if err != nil {
-		e.stats.errors.Add(1)
-		return false
+	if r := e.record(err, ex, "abort"); r != recorded {
+		return r == staleLease
 	}
 	log.Info("step aborted", "reason", why)
 	e.maybeAdvanceSaga(ctx, ex.runID)
@@ -115,15 +149,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 	if sdef != nil {
 		policy = sdef.Retry
 	}
-	dead := steps.IsPermanent(herr) || attempt >= res.Step.MaxAttempts
-	if !dead {
-		delay := policy.Backoff(attempt, e.cfg.Rand())
-		if d, ok := steps.RetryDelay(herr); ok {
-			delay = d
-		}
-		at := now.Add(delay)
-		p.RetryAt = &at
-	} else {
+	if p.RetryAt = e.retryAt(policy, attempt, res.Step.MaxAttempts, herr, now); p.RetryAt == nil {
 		p.DeadRunStatus = persistence.RunFailed
 		p.DeadRunError = fmt.Sprintf("step %q dead after %d attempt(s): %s", ex.step, attempt, firstLine(herr))
 		if e.needsCompensation(ctx, ex.runID, ex.step, w) {
@@ -131,14 +157,8 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		}
 	}
 	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
-	if errors.Is(err, persistence.ErrFenceMismatch) {
-		e.stats.staleCompletions.Add(1)
-		return true
-	}
-	if err != nil {
-		e.stats.errors.Add(1)
-		e.log.Error("recording failure failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
-		return false
+	if r := e.record(err, ex, "failure"); r != recorded {
+		return r == staleLease
 	}
 	if p.RetryAt != nil {
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)

@@ -201,13 +201,8 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		_, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
 			RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Compensation: true, Now: now,
 		})
-		if errors.Is(err, persistence.ErrFenceMismatch) {
-			e.stats.staleCompletions.Add(1)
-			return true
-		}
-		if err != nil {
-			e.stats.errors.Add(1)
-			return false
+		if r := e.record(err, ex, "compensation completion"); r != recorded {
+			return r == staleLease
 		}
 		log.Info("step compensated")
 		e.advanceSaga(ctx, ref.RunID)
@@ -216,28 +211,14 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	p := persistence.StepFailParams{
 		RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Error: errorText(herr), Compensation: true, Now: now,
 	}
-	max := dag.DefaultRetryPolicy().MaxAttempts
 	policy := dag.DefaultRetryPolicy()
 	if sdef != nil {
 		policy = sdef.Retry
-		max = policy.MaxAttempts
 	}
-	if !steps.IsPermanent(herr) && attempt < max {
-		delay := policy.Backoff(attempt, e.cfg.Rand())
-		if d, ok := steps.RetryDelay(herr); ok {
-			delay = d
-		}
-		at := now.Add(delay)
-		p.RetryAt = &at
-	}
+	p.RetryAt = e.retryAt(policy, attempt, policy.MaxAttempts, herr, now)
 	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
-	if errors.Is(err, persistence.ErrFenceMismatch) {
-		e.stats.staleCompletions.Add(1)
-		return true
-	}
-	if err != nil {
-		e.stats.errors.Add(1)
-		return false
+	if r := e.record(err, ex, "compensation failure"); r != recorded {
+		return r == staleLease
 	}
 	if p.RetryAt != nil {
 		log.Warn("compensation failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
