@@ -59,35 +59,8 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		log.Warn("saga: listing steps failed; the reconciler will resume it", "err", err)
 		return
 	}
-	completed := map[string]bool{}
-	compensated := map[string]bool{}
-	status := map[string]persistence.StepStatus{}
-	inFlight := false
-	var failed []string
-	for _, s := range sts {
-		status[s.Step] = s.Status
-		d := w.Step(s.Step)
-		switch s.Status {
-		case persistence.StepSucceeded:
-			completed[s.Step] = true
-			if d == nil || d.Compensation == nil {
-				compensated[s.Step] = true // nothing to undo
-			}
-		case persistence.StepCompensating:
-			completed[s.Step] = true
-		case persistence.StepCompensated:
-			completed[s.Step] = true
-			compensated[s.Step] = true
-		case persistence.StepCompensationFailed:
-			completed[s.Step] = true
-			failed = append(failed, s.Step)
-		case persistence.StepRunning:
-			// Still running forward: it may succeed and need undoing, so
-			// it holds back the compensation of what it depends on.
-			completed[s.Step] = true
-			inFlight = true
-		}
-	}
+	st := sagaStateOf(w, sts)
+	completed, compensated, status, failed := st.completed, st.compensated, st.status, st.failed
 	if len(failed) > 0 {
 		_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 			RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
@@ -122,7 +95,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		}
 		return
 	}
-	if inFlight {
+	if st.inFlight {
 		return
 	}
 	for name := range completed {
@@ -139,6 +112,81 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 	} else if !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
 		log.Warn("saga: marking run compensated failed", "err", err)
 	}
+}
+
+// compensationRefused says why a claimed compensation attempt must not
+// run its handler (the error it then fails with), or nil.
+func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step) error {
+	attempt := res.Step.CompAttempt
+	switch {
+	case sdef == nil:
+		return fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ex.step, e.cfg.NodeID)
+	case sdef.Compensation == nil:
+		return steps.Permanent(fmt.Errorf("step %q has no compensation", ex.step))
+	case attempt > sdef.Retry.MaxAttempts:
+		return steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
+	}
+	return e.deliveryLimit(ctx, ex, persistence.AttemptCompensation, attempt)
+}
+
+// executeCompensation runs a compensation's handler, with the step's
+// outputs, under the step's timeout and heartbeat.
+func (e *Engine) executeCompensation(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, log *slog.Logger) error {
+	sc := steps.Context{
+		RunID:          ex.runID,
+		Workflow:       res.Run.Workflow,
+		Step:           ex.step,
+		Attempt:        res.Step.CompAttempt,
+		IdempotencyKey: ex.runID + "/" + ex.step,
+		Compensation:   true,
+		Input:          json.RawMessage(res.Run.Input),
+		Outputs:        make(map[string]json.RawMessage, len(res.Outputs)),
+		Metadata:       res.Run.Metadata,
+		Logger:         log,
+	}
+	for k, v := range res.Outputs {
+		sc.Outputs[k] = json.RawMessage(v)
+	}
+	_, err := e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, sc)
+	return err
+}
+
+// sagaState is where a compensating run's steps are, for advanceSagaRun.
+type sagaState struct {
+	completed   map[string]bool // succeeded, undone or being undone, or still running
+	compensated map[string]bool // undone, or with nothing to undo
+	status      map[string]persistence.StepStatus
+	inFlight    bool     // a step still runs forward
+	failed      []string // compensations that dead-lettered
+}
+
+func sagaStateOf(w *dag.Workflow, sts []persistence.StepRun) sagaState {
+	st := sagaState{completed: map[string]bool{}, compensated: map[string]bool{}, status: map[string]persistence.StepStatus{}}
+	for _, s := range sts {
+		st.status[s.Step] = s.Status
+		d := w.Step(s.Step)
+		switch s.Status {
+		case persistence.StepSucceeded:
+			st.completed[s.Step] = true
+			if d == nil || d.Compensation == nil {
+				st.compensated[s.Step] = true // nothing to undo
+			}
+		case persistence.StepCompensating:
+			st.completed[s.Step] = true
+		case persistence.StepCompensated:
+			st.completed[s.Step] = true
+			st.compensated[s.Step] = true
+		case persistence.StepCompensationFailed:
+			st.completed[s.Step] = true
+			st.failed = append(st.failed, s.Step)
+		case persistence.StepRunning:
+			// Still running forward: it may succeed and need undoing, so
+			// it holds back the compensation of what it depends on.
+			st.completed[s.Step] = true
+			st.inFlight = true
+		}
+	}
+	return st
 }
 
 // runCompensation executes one compensation attempt.
@@ -159,35 +207,9 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	if w != nil {
 		sdef = w.Step(ref.Step)
 	}
-	limitErr := e.deliveryLimit(ctx, ex, persistence.AttemptCompensation, attempt)
-	var herr error
-	switch {
-	case sdef == nil:
-		herr = fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
-	case sdef.Compensation == nil:
-		herr = steps.Permanent(fmt.Errorf("step %q has no compensation", ref.Step))
-	case attempt > sdef.Retry.MaxAttempts:
-		herr = steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
-	case limitErr != nil:
-		herr = limitErr
-	}
+	herr := e.compensationRefused(ctx, ex, res, sdef)
 	if herr == nil {
-		sc := steps.Context{
-			RunID:          ref.RunID,
-			Workflow:       res.Run.Workflow,
-			Step:           ref.Step,
-			Attempt:        attempt,
-			IdempotencyKey: ref.RunID + "/" + ref.Step,
-			Compensation:   true,
-			Input:          json.RawMessage(res.Run.Input),
-			Outputs:        map[string]json.RawMessage{},
-			Metadata:       res.Run.Metadata,
-			Logger:         log,
-		}
-		for k, v := range res.Outputs {
-			sc.Outputs[k] = json.RawMessage(v)
-		}
-		_, herr = e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, sc)
+		herr = e.executeCompensation(ctx, ex, res, sdef, log)
 		if ex.released.Load() {
 			return true
 		}
