@@ -1,13 +1,10 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -59,129 +56,6 @@ func (s *Store) stepGet(ctx context.Context, q querier, runID, step string, lock
 		return stepRow{}, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
 	}
 	return rows[0], nil
-}
-
-// compensationRefusal says why the compensation claim of a step changed
-// no row: the step is gone, not compensating, leased, or its retry is not
-// due.
-func (s *Store) compensationRefusal(ctx context.Context, q querier, runID, step string, now time.Time) error {
-	var rows []struct {
-		Status         string   `db:"status"`
-		LeaseExpiresAt nullTime `db:"lease_expires_at"`
-		NextAttemptAt  nullTime `db:"next_attempt_at"`
-	}
-	if err := s.selectAll(ctx, q, &rows, `SELECT status, lease_expires_at, next_attempt_at FROM step_runs
-		WHERE run_id = ? AND step = ?`, runID, step); err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
-	}
-	r := rows[0]
-	e := &persistence.ClaimRefusedError{RunID: runID, Step: step, Status: r.Status}
-	switch {
-	case persistence.StepStatus(r.Status) != persistence.StepCompensating:
-		e.Reason = persistence.RefusedFinished
-		if persistence.StepStatus(r.Status).Pending() || r.Status == string(persistence.StepRunning) {
-			e.Reason = persistence.RefusedNotReady
-		}
-	case r.LeaseExpiresAt.Valid && !r.LeaseExpiresAt.T.Before(now):
-		e.Reason, e.DueAt = persistence.RefusedOwned, r.LeaseExpiresAt.T
-	default:
-		e.Reason, e.DueAt = persistence.RefusedNotDue, r.NextAttemptAt.T
-	}
-	return e
-}
-
-// StepClaim implements persistence.Store. A forward claim is the one-item
-// case of StepClaimMany; a compensation claim is one conditional UPDATE
-// (the claim), then the run, the step and the requested outputs, and the
-// attempt row, in one transaction.
-func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (persistence.StepClaimResult, error) {
-	if err := stepRef(p.RunID, p.Step); err != nil {
-		return persistence.StepClaimResult{}, err
-	}
-	p.WithOutputs = storableNames(p.WithOutputs)
-	if err := validToken("fence", p.Fence, MaxFenceLen); err != nil {
-		return persistence.StepClaimResult{}, err
-	}
-	if err := validToken("worker", p.Worker, MaxWorkerLen); err != nil {
-		return persistence.StepClaimResult{}, err
-	}
-	if !p.Compensation {
-		outs, err := s.claimMany(ctx, []claimItem{{stepKey: stepKey{p.RunID, p.Step}, outputs: p.WithOutputs}},
-			p.Fence, p.Worker, p.LeaseUntil, p.Now)
-		if err != nil {
-			return persistence.StepClaimResult{}, err
-		}
-		return outs[0].Result, wrap("step claim", outs[0].Err)
-	}
-	now, lease := norm(p.Now), norm(p.LeaseUntil)
-	var res persistence.StepClaimResult
-	err := s.write(ctx, func(q querier) error {
-		res = persistence.StepClaimResult{}
-		wantRun, kind := persistence.RunCompensating, persistence.AttemptCompensation
-		n, err := s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
-			lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
-			WHERE run_id = ? AND step = ? AND status = ?
-				AND (lease_expires_at IS NULL OR lease_expires_at < ?)
-				AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
-			p.Fence, s.t(lease), s.t(now), p.RunID, p.Step, string(persistence.StepCompensating), s.t(now), s.t(now))
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return s.compensationRefusal(ctx, q, p.RunID, p.Step, now)
-		}
-		run, err := s.runGet(ctx, q, p.RunID, false)
-		if err != nil {
-			return err
-		}
-		if run.Status != wantRun {
-			// Rolls the claim back.
-			reason := persistence.RefusedRunNotRunning
-			if run.Status.Terminal() {
-				reason = persistence.RefusedFinished
-			}
-			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: reason, Status: string(run.Status)}
-		}
-		names := append([]any{p.Step}, anys(p.WithOutputs)...)
-		var rows []stepRow
-		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
-			in(len(names))+`)`, append([]any{p.RunID}, names...)...); err != nil {
-			return err
-		}
-		res.Run = run
-		for _, r := range rows {
-			if r.Step == p.Step {
-				res.Step = r.record()
-			}
-			if len(r.Output) > 0 && slices.Contains(p.WithOutputs, r.Step) {
-				if res.Outputs == nil {
-					res.Outputs = make(map[string][]byte, len(p.WithOutputs))
-				}
-				res.Outputs[r.Step] = r.Output
-			}
-		}
-		attempt := res.Step.Attempt
-		if p.Compensation {
-			attempt = res.Step.CompAttempt
-		}
-		if attempt > 1 {
-			// A takeover: whoever held the previous attempt lost it.
-			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
-				WHERE run_id = ? AND step = ? AND kind = ? AND outcome = ?`,
-				string(persistence.OutcomeLost), s.t(now), p.RunID, p.Step, string(kind),
-				string(persistence.OutcomeRunning)); err != nil {
-				return err
-			}
-		}
-		_, err = s.exec(ctx, q, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.RunID, p.Step, string(kind), attempt, p.Worker, p.Fence, string(persistence.OutcomeRunning), s.t(now))
-		return err
-	})
-	return res, wrap("step claim", err)
 }
 
 // StepHeartbeat implements persistence.Store.
@@ -286,15 +160,6 @@ func (s *Store) StepComplete(ctx context.Context, p persistence.StepCompletePara
 		return nil
 	})
 	return res, wrap("step complete", err)
-}
-
-// finishAttempt ends a compensation attempt (whose row its claim
-// inserted).
-func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence string, outcome persistence.AttemptOutcome, msg string, now time.Time) error {
-	_, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
-		WHERE run_id = ? AND step = ? AND fence = ? AND outcome = ?`,
-		string(outcome), nullString(msg), s.t(now), runID, step, fence, string(persistence.OutcomeRunning))
-	return err
 }
 
 // StepFail implements persistence.Store.
@@ -409,40 +274,6 @@ func (s *Store) StepTransition(ctx context.Context, p persistence.StepTransition
 		return err
 	})
 	return out, wrap("step transition", err)
-}
-
-// recordHeld writes the rows of the ended attempts that step rows (of one
-// run, locked by the transaction) hold, skipping those whose row exists
-// (steps completed before step rows held their attempts).
-func (s *Store) recordHeld(ctx context.Context, q querier, runID string, rows []stepRow) error {
-	var held []persistence.Attempt
-	for i := range rows {
-		if a, ok := heldAttempt(&rows[i]); ok {
-			held = append(held, a)
-		}
-	}
-	if len(held) == 0 {
-		return nil
-	}
-	var recorded []attemptRow
-	if err := s.selectAll(ctx, q, &recorded, `SELECT `+attemptCols+` FROM step_attempts WHERE run_id = ? AND kind = ? AND outcome IN (?, ?)`,
-		runID, string(persistence.AttemptForward), string(persistence.OutcomeSucceeded), string(persistence.OutcomeSkipped)); err != nil {
-		return err
-	}
-	seen := make(map[heldKey]bool, len(recorded))
-	for _, r := range recorded {
-		seen[heldKeyOf(r.record())] = true
-	}
-	var vals [][]any
-	for _, a := range held {
-		if seen[heldKeyOf(a)] {
-			continue
-		}
-		vals = append(vals, []any{a.RunID, a.Step, string(a.Kind), a.Attempt, a.Worker, "",
-			string(a.Outcome), nil, s.t(a.StartedAt), s.tp(a.FinishedAt)})
-	}
-	return s.execAll(ctx, q, valuesStmts(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `,
-		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", vals)...)
 }
 
 // finishedStep reports the step statuses that end a step's life (for
@@ -593,99 +424,4 @@ func (s *Store) StepListDead(ctx context.Context, p persistence.StepListDeadPara
 	}
 	page.Steps = stepRecords(rows)
 	return page, nil
-}
-
-// AttemptList implements persistence.Store.
-func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.Attempt, error) {
-	if runRef(runID) != nil {
-		return nil, nil
-	}
-	// Forward attempts in progress, and the ended ones that step rows
-	// hold (see heldAttempt), come from the step rows. The steps are read
-	// first: an attempt that ends, or whose row is written, before the
-	// attempt rows are read then shows once, not twice and never not at
-	// all.
-	// Only the columns an attempt needs: not the steps' outputs.
-	var cols []struct {
-		Step       string   `db:"step"`
-		Seq        int      `db:"seq"`
-		Status     string   `db:"status"`
-		Attempt    int      `db:"attempt"`
-		Worker     string   `db:"worker"`
-		Fence      string   `db:"fence"`
-		ClaimedAt  nullTime `db:"claimed_at"`
-		FinishedAt nullTime `db:"finished_at"`
-	}
-	if err := s.selectAll(ctx, s.db, &cols, `SELECT step, seq, status, attempt, worker, fence, claimed_at, finished_at
-		FROM step_runs WHERE run_id = ?`, runID); err != nil {
-		return nil, wrap("attempt list", err)
-	}
-	steps := make([]stepRow, len(cols))
-	for i, c := range cols {
-		steps[i] = stepRow{RunID: runID, Step: c.Step, Seq: c.Seq, Status: c.Status, Attempt: c.Attempt,
-			Worker: c.Worker, Fence: c.Fence, ClaimedAt: c.ClaimedAt, FinishedAt: c.FinishedAt}
-	}
-	var rows []struct {
-		attemptRow
-		Fence string `db:"fence"`
-	}
-	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+`, fence FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
-		return nil, wrap("attempt list", err)
-	}
-	// The recorded attempts, in the order of their rows; then those the
-	// step rows hold that no row repeats (a step succeeded before step
-	// rows held their attempts has a row too), and those in progress
-	// whose row was not written meanwhile.
-	type fenced struct{ step, fence string }
-	recorded := make(map[fenced]bool, len(rows))
-	ended := make(map[heldKey]bool, len(rows))
-	out := make([]persistence.Attempt, 0, len(rows)+len(steps))
-	for _, r := range rows {
-		a := r.record()
-		if a.Kind == persistence.AttemptForward {
-			recorded[fenced{r.Step, r.Fence}] = true
-			if (a.Outcome == persistence.OutcomeSucceeded || a.Outcome == persistence.OutcomeSkipped) && a.FinishedAt != nil {
-				ended[heldKeyOf(a)] = true
-			}
-		}
-		out = append(out, a)
-	}
-	seq := make(map[string]int, len(steps))
-	for i := range steps {
-		r := &steps[i]
-		seq[r.Step] = r.Seq
-		switch a, held := heldAttempt(r); {
-		case r.Status == string(persistence.StepRunning) && r.ClaimedAt.Valid && !recorded[fenced{r.Step, r.Fence}]:
-			out = append(out, persistence.Attempt{
-				RunID: runID, Step: r.Step, Kind: persistence.AttemptForward, Attempt: r.Attempt, Worker: r.Worker,
-				Outcome: persistence.OutcomeRunning, StartedAt: r.ClaimedAt.T,
-			})
-		case held && !ended[heldKeyOf(a)]:
-			out = append(out, a)
-		}
-	}
-	// The order a person reads a run's history in: by step in plan order,
-	// a step's forward attempts by number, then its compensation attempts
-	// by number. Attempts that share all three (none the engine makes)
-	// keep the order above.
-	step := func(name string) int {
-		if n, ok := seq[name]; ok {
-			return n
-		}
-		return math.MaxInt // a step the run no longer has, after the others
-	}
-	slices.SortStableFunc(out, func(a, b persistence.Attempt) int {
-		return cmp.Or(cmp.Compare(step(a.Step), step(b.Step)), strings.Compare(a.Step, b.Step),
-			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), cmp.Compare(a.Attempt, b.Attempt))
-	})
-	return out, nil
-}
-
-// kindRank orders a step's attempts: the forward ones, then its
-// compensation's.
-func kindRank(k persistence.AttemptKind) int {
-	if k == persistence.AttemptCompensation {
-		return 1
-	}
-	return 0
 }

@@ -1,0 +1,349 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Claims: a batch of forward tasks in one transaction (StepClaimMany, and
+// StepClaim's forward case), and a compensation claim.
+
+// claimItem is one step to claim; deps asks for the outputs of the step's
+// dependencies, outputs for those of named steps.
+type claimItem struct {
+	stepKey
+	deps    bool
+	outputs []string
+}
+
+// StepClaimMany implements persistence.Store.
+func (s *Store) StepClaimMany(ctx context.Context, p persistence.StepClaimManyParams) ([]persistence.StepClaimOutcome, error) {
+	if len(p.Items) > maxBatch {
+		return nil, fmt.Errorf("sqlstore: step claim: %d items, over the batch limit of %d", len(p.Items), maxBatch)
+	}
+	items := make([]claimItem, len(p.Items))
+	for i, it := range p.Items {
+		items[i] = claimItem{stepKey: stepKey{it.RunID, it.Step}, deps: true}
+	}
+	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now)
+}
+
+func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time) ([]persistence.StepClaimOutcome, error) {
+	if err := validToken("fence", fence, MaxFenceLen); err != nil {
+		return nil, err
+	}
+	if err := validToken("worker", worker, MaxWorkerLen); err != nil {
+		return nil, err
+	}
+	now, lease := norm(now), norm(leaseUntil)
+	out := make([]persistence.StepClaimOutcome, len(items))
+	pre := make([]error, len(items))
+	var keys []stepKey
+	for i, it := range items {
+		if err := stepRef(it.run, it.step); err != nil {
+			out[i].Err, pre[i] = err, err
+			continue
+		}
+		keys = append(keys, it.stepKey)
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	sortKeys(keys)
+	keys = slices.Compact(keys)
+	runIDs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		runIDs = append(runIDs, k.run)
+	}
+	runIDs = slices.Compact(runIDs) // keys are sorted by run
+	err := s.write(ctx, func(q querier) error {
+		for i := range out {
+			out[i] = persistence.StepClaimOutcome{Err: pre[i]}
+		}
+		// The steps, locked, and their runs, in one round trip on MySQL.
+		var rows []stepRow
+		var rr []runRow
+		if err := s.selectSets(ctx, q,
+			rowSet{&rows, s.claimSelectSQL(len(keys)), pairArgs(keys)},
+			rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
+		); err != nil {
+			return err
+		}
+		byKey := make(map[stepKey]*stepRow, len(rows))
+		for i := range rows {
+			r := &rows[i]
+			byKey[stepKey{r.RunID, r.Step}] = r
+		}
+		runs := make(map[string]persistence.Run, len(rr))
+		for _, r := range rr {
+			run, err := r.record()
+			if err != nil {
+				return err
+			}
+			runs[run.ID] = run
+		}
+		if err := s.startDueRuns(ctx, q, runs, byKey, now); err != nil {
+			return err
+		}
+		var claimed []stepKey
+		var ended []endedAttempt
+		taken := map[stepKey]bool{}
+		for i, it := range items {
+			if out[i].Err != nil {
+				continue
+			}
+			r := byKey[it.stepKey]
+			if r == nil {
+				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, it.run, it.step)
+				continue
+			}
+			run, ok := runs[it.run]
+			if !ok {
+				out[i].Err = fmt.Errorf("%w: run %s", persistence.ErrRunNotFound, it.run)
+				continue
+			}
+			if taken[it.stepKey] {
+				out[i].Err = &persistence.ClaimRefusedError{RunID: it.run, Step: it.step, Reason: persistence.RefusedDuplicate, Status: r.Status}
+				continue
+			}
+			if refused := forwardRefusal(r, run, now); refused != nil {
+				out[i].Err = refused
+				continue
+			}
+			taken[it.stepKey] = true
+			claimed = append(claimed, it.stepKey)
+			if r.Status == string(persistence.StepRunning) {
+				// A takeover: whoever held the attempt lost it (its lease
+				// expired, or its node released it).
+				ended = append(ended, attemptEnd(r, persistence.OutcomeLost, "", now))
+			}
+			r.Status = string(persistence.StepRunning)
+			r.Attempt++
+			r.Fence = fence
+			r.Worker = worker
+			r.ClaimedAt = nullTime{T: now, Valid: true}
+			r.LeaseExpiresAt = nullTime{T: lease, Valid: true}
+			r.NextAttemptAt = nullTime{}
+			if !r.StartedAt.Valid {
+				r.StartedAt = nullTime{T: now, Valid: true}
+			}
+			r.UpdatedAt = dbTime{now}
+			out[i].Result = persistence.StepClaimResult{Step: r.record(), Run: run}
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		upd := stmt{s.claimUpdateSQL(len(claimed)), s.claimUpdateArgs(fence, worker, lease, now, claimed)}
+		// The writes go with the next query on MySQL.
+		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
+			return err
+		}
+		// Outputs (and statuses) of what each claimed step may read: every
+		// step upstream of it, or the named steps.
+		claimedRuns := make([]string, 0, len(claimed))
+		for _, k := range claimed {
+			claimedRuns = append(claimedRuns, k.run)
+		}
+		slices.Sort(claimedRuns)
+		claimedRuns = slices.Compact(claimedRuns)
+		var all []struct {
+			RunID  string `db:"run_id"`
+			Step   string `db:"step"`
+			Deps   string `db:"deps"`
+			Status string `db:"status"`
+			Output []byte `db:"output"`
+		}
+		if err := s.selectAll(ctx, q, &all, `SELECT run_id, step, deps, status, output FROM step_runs WHERE run_id IN (`+
+			in(len(claimedRuns))+`)`, anys(claimedRuns)...); err != nil {
+			return err
+		}
+		type info struct {
+			deps   []string
+			status string
+			output []byte
+		}
+		steps := make(map[stepKey]info, len(all))
+		for _, r := range all {
+			steps[stepKey{r.RunID, r.Step}] = info{splitNames(r.Deps), r.Status, r.Output}
+		}
+		for i, it := range items {
+			if out[i].Err != nil {
+				continue
+			}
+			names := it.outputs
+			if it.deps {
+				names = upstream(it.stepKey, func(k stepKey) []string { return steps[k].deps })
+			}
+			res := &out[i].Result
+			for _, n := range names {
+				inf, ok := steps[stepKey{it.run, n}]
+				if !ok {
+					continue
+				}
+				if it.deps {
+					if res.Upstream == nil {
+						res.Upstream = make(map[string]persistence.StepStatus, len(names))
+					}
+					res.Upstream[n] = persistence.StepStatus(inf.status)
+				}
+				if len(inf.output) > 0 {
+					if res.Outputs == nil {
+						res.Outputs = make(map[string][]byte, len(names))
+					}
+					res.Outputs[n] = inf.output
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("step claim", err)
+	}
+	return out, nil
+}
+
+// claimSelectSQL reads and locks n steps by key, for pairArgs.
+func (s *Store) claimSelectSQL(n int) string {
+	return `SELECT ` + stepCols + ` FROM step_runs` + s.d.ByPrimaryKey + ` WHERE ` + s.keyIn(n) +
+		` ORDER BY run_id, step` + s.d.ForUpdate
+}
+
+// claimUpdateSQL claims n steps by key, with claimUpdateArgs.
+func (s *Store) claimUpdateSQL(n int) string {
+	return `UPDATE step_runs` + s.d.ByPrimaryKey + ` SET status = ?, attempt = attempt + 1, fence = ?,
+		lease_expires_at = ?, next_attempt_at = NULL, started_at = COALESCE(started_at, ?), updated_at = ?,
+		worker = ?, claimed_at = ? WHERE ` + s.keyIn(n)
+}
+
+// claimUpdateArgs are claimUpdateSQL's arguments for claiming keys at now.
+func (s *Store) claimUpdateArgs(fence, worker string, lease, now time.Time, keys []stepKey) []any {
+	return append([]any{string(persistence.StepRunning), fence, s.t(lease), s.t(now), s.t(now), worker, s.t(now)},
+		pairArgs(keys)...)
+}
+
+// StepClaim implements persistence.Store. A forward claim is the one-item
+// case of StepClaimMany; a compensation claim is one conditional UPDATE
+// (the claim), then the run, the step and the requested outputs, and the
+// attempt row, in one transaction.
+func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (persistence.StepClaimResult, error) {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	p.WithOutputs = storableNames(p.WithOutputs)
+	if err := validToken("fence", p.Fence, MaxFenceLen); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	if err := validToken("worker", p.Worker, MaxWorkerLen); err != nil {
+		return persistence.StepClaimResult{}, err
+	}
+	if !p.Compensation {
+		outs, err := s.claimMany(ctx, []claimItem{{stepKey: stepKey{p.RunID, p.Step}, outputs: p.WithOutputs}},
+			p.Fence, p.Worker, p.LeaseUntil, p.Now)
+		if err != nil {
+			return persistence.StepClaimResult{}, err
+		}
+		return outs[0].Result, wrap("step claim", outs[0].Err)
+	}
+	now, lease := norm(p.Now), norm(p.LeaseUntil)
+	var res persistence.StepClaimResult
+	err := s.write(ctx, func(q querier) error {
+		res = persistence.StepClaimResult{}
+		wantRun, kind := persistence.RunCompensating, persistence.AttemptCompensation
+		n, err := s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
+			lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
+			WHERE run_id = ? AND step = ? AND status = ?
+				AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+				AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`,
+			p.Fence, s.t(lease), s.t(now), p.RunID, p.Step, string(persistence.StepCompensating), s.t(now), s.t(now))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return s.compensationRefusal(ctx, q, p.RunID, p.Step, now)
+		}
+		run, err := s.runGet(ctx, q, p.RunID, false)
+		if err != nil {
+			return err
+		}
+		if run.Status != wantRun {
+			// Rolls the claim back.
+			reason := persistence.RefusedRunNotRunning
+			if run.Status.Terminal() {
+				reason = persistence.RefusedFinished
+			}
+			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: reason, Status: string(run.Status)}
+		}
+		names := append([]any{p.Step}, anys(p.WithOutputs)...)
+		var rows []stepRow
+		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
+			in(len(names))+`)`, append([]any{p.RunID}, names...)...); err != nil {
+			return err
+		}
+		res.Run = run
+		for _, r := range rows {
+			if r.Step == p.Step {
+				res.Step = r.record()
+			}
+			if len(r.Output) > 0 && slices.Contains(p.WithOutputs, r.Step) {
+				if res.Outputs == nil {
+					res.Outputs = make(map[string][]byte, len(p.WithOutputs))
+				}
+				res.Outputs[r.Step] = r.Output
+			}
+		}
+		attempt := res.Step.Attempt
+		if p.Compensation {
+			attempt = res.Step.CompAttempt
+		}
+		if attempt > 1 {
+			// A takeover: whoever held the previous attempt lost it.
+			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
+				WHERE run_id = ? AND step = ? AND kind = ? AND outcome = ?`,
+				string(persistence.OutcomeLost), s.t(now), p.RunID, p.Step, string(kind),
+				string(persistence.OutcomeRunning)); err != nil {
+				return err
+			}
+		}
+		_, err = s.exec(ctx, q, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.RunID, p.Step, string(kind), attempt, p.Worker, p.Fence, string(persistence.OutcomeRunning), s.t(now))
+		return err
+	})
+	return res, wrap("step claim", err)
+}
+
+// compensationRefusal says why the compensation claim of a step changed
+// no row: the step is gone, not compensating, leased, or its retry is not
+// due.
+func (s *Store) compensationRefusal(ctx context.Context, q querier, runID, step string, now time.Time) error {
+	var rows []struct {
+		Status         string   `db:"status"`
+		LeaseExpiresAt nullTime `db:"lease_expires_at"`
+		NextAttemptAt  nullTime `db:"next_attempt_at"`
+	}
+	if err := s.selectAll(ctx, q, &rows, `SELECT status, lease_expires_at, next_attempt_at FROM step_runs
+		WHERE run_id = ? AND step = ?`, runID, step); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	r := rows[0]
+	e := &persistence.ClaimRefusedError{RunID: runID, Step: step, Status: r.Status}
+	switch {
+	case persistence.StepStatus(r.Status) != persistence.StepCompensating:
+		e.Reason = persistence.RefusedFinished
+		if persistence.StepStatus(r.Status).Pending() || r.Status == string(persistence.StepRunning) {
+			e.Reason = persistence.RefusedNotReady
+		}
+	case r.LeaseExpiresAt.Valid && !r.LeaseExpiresAt.T.Before(now):
+		e.Reason, e.DueAt = persistence.RefusedOwned, r.LeaseExpiresAt.T
+	default:
+		e.Reason, e.DueAt = persistence.RefusedNotDue, r.NextAttemptAt.T
+	}
+	return e
+}
