@@ -64,76 +64,14 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		for i := range out {
 			out[i] = persistence.StepClaimOutcome{Err: pre[i]}
 		}
-		// The steps, locked, and their runs, in one round trip on MySQL.
-		var rows []stepRow
-		var rr []runRow
-		if err := s.selectSets(ctx, q,
-			rowSet{&rows, s.claimSelectSQL(len(keys)), pairArgs(keys)},
-			rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
-		); err != nil {
+		byKey, runs, err := s.lockForClaim(ctx, q, keys, runIDs)
+		if err != nil {
 			return err
-		}
-		byKey := make(map[stepKey]*stepRow, len(rows))
-		for i := range rows {
-			r := &rows[i]
-			byKey[stepKey{r.RunID, r.Step}] = r
-		}
-		runs := make(map[string]persistence.Run, len(rr))
-		for _, r := range rr {
-			run, err := r.record()
-			if err != nil {
-				return err
-			}
-			runs[run.ID] = run
 		}
 		if err := s.startDueRuns(ctx, q, runs, byKey, now); err != nil {
 			return err
 		}
-		var claimed []stepKey
-		var ended []endedAttempt
-		taken := map[stepKey]bool{}
-		for i, it := range items {
-			if out[i].Err != nil {
-				continue
-			}
-			r := byKey[it.stepKey]
-			if r == nil {
-				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, it.run, it.step)
-				continue
-			}
-			run, ok := runs[it.run]
-			if !ok {
-				out[i].Err = fmt.Errorf("%w: run %s", persistence.ErrRunNotFound, it.run)
-				continue
-			}
-			if taken[it.stepKey] {
-				out[i].Err = &persistence.ClaimRefusedError{RunID: it.run, Step: it.step, Reason: persistence.RefusedDuplicate, Status: r.Status}
-				continue
-			}
-			if refused := forwardRefusal(r, run, now); refused != nil {
-				out[i].Err = refused
-				continue
-			}
-			taken[it.stepKey] = true
-			claimed = append(claimed, it.stepKey)
-			if r.Status == string(persistence.StepRunning) {
-				// A takeover: whoever held the attempt lost it (its lease
-				// expired, or its node released it).
-				ended = append(ended, attemptEnd(r, persistence.OutcomeLost, "", now))
-			}
-			r.Status = string(persistence.StepRunning)
-			r.Attempt++
-			r.Fence = fence
-			r.Worker = worker
-			r.ClaimedAt = nullTime{T: now, Valid: true}
-			r.LeaseExpiresAt = nullTime{T: lease, Valid: true}
-			r.NextAttemptAt = nullTime{}
-			if !r.StartedAt.Valid {
-				r.StartedAt = nullTime{T: now, Valid: true}
-			}
-			r.UpdatedAt = dbTime{now}
-			out[i].Result = persistence.StepClaimResult{Step: r.record(), Run: run}
-		}
+		claimed, ended := claimItems(items, out, byKey, runs, fence, worker, lease, now)
 		if len(claimed) == 0 {
 			return nil
 		}
@@ -142,68 +80,117 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
 		}
-		// Outputs (and statuses) of what each claimed step may read: every
-		// step upstream of it, or the named steps.
-		claimedRuns := make([]string, 0, len(claimed))
-		for _, k := range claimed {
-			claimedRuns = append(claimedRuns, k.run)
-		}
-		slices.Sort(claimedRuns)
-		claimedRuns = slices.Compact(claimedRuns)
-		var all []struct {
-			RunID  string `db:"run_id"`
-			Step   string `db:"step"`
-			Deps   string `db:"deps"`
-			Status string `db:"status"`
-			Output []byte `db:"output"`
-		}
-		if err := s.selectAll(ctx, q, &all, `SELECT run_id, step, deps, status, output FROM step_runs WHERE run_id IN (`+
-			in(len(claimedRuns))+`)`, anys(claimedRuns)...); err != nil {
-			return err
-		}
-		type info struct {
-			deps   []string
-			status string
-			output []byte
-		}
-		steps := make(map[stepKey]info, len(all))
-		for _, r := range all {
-			steps[stepKey{r.RunID, r.Step}] = info{splitNames(r.Deps), r.Status, r.Output}
-		}
-		for i, it := range items {
-			if out[i].Err != nil {
-				continue
-			}
-			names := it.outputs
-			if it.deps {
-				names = upstream(it.stepKey, func(k stepKey) []string { return steps[k].deps })
-			}
-			res := &out[i].Result
-			for _, n := range names {
-				inf, ok := steps[stepKey{it.run, n}]
-				if !ok {
-					continue
-				}
-				if it.deps {
-					if res.Upstream == nil {
-						res.Upstream = make(map[string]persistence.StepStatus, len(names))
-					}
-					res.Upstream[n] = persistence.StepStatus(inf.status)
-				}
-				if len(inf.output) > 0 {
-					if res.Outputs == nil {
-						res.Outputs = make(map[string][]byte, len(names))
-					}
-					res.Outputs[n] = inf.output
-				}
-			}
-		}
-		return nil
+		return s.claimReads(ctx, q, items, out, claimed)
 	})
 	if err != nil {
 		return nil, wrap("step claim", err)
 	}
 	return out, nil
+}
+
+// lockForClaim reads the steps to claim, locked, and their runs, in one
+// round trip on MySQL.
+func (s *Store) lockForClaim(ctx context.Context, q querier, keys []stepKey, runIDs []string) (map[stepKey]*stepRow, map[string]persistence.Run, error) {
+	var rows []stepRow
+	var rr []runRow
+	if err := s.selectSets(ctx, q,
+		rowSet{&rows, s.claimSelectSQL(len(keys)), pairArgs(keys)},
+		rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
+	); err != nil {
+		return nil, nil, err
+	}
+	byKey := make(map[stepKey]*stepRow, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		byKey[stepKey{r.RunID, r.Step}] = r
+	}
+	runs := make(map[string]persistence.Run, len(rr))
+	for _, r := range rr {
+		run, err := r.record()
+		if err != nil {
+			return nil, nil, err
+		}
+		runs[run.ID] = run
+	}
+	return byKey, runs, nil
+}
+
+// claimItems decides each item's claim (forwardRefusal) and applies the
+// claimed ones to their rows (claimRow); out gets each item's answer. It
+// returns the claimed keys, and the attempts that a takeover ended.
+func claimItems(items []claimItem, out []persistence.StepClaimOutcome, byKey map[stepKey]*stepRow, runs map[string]persistence.Run,
+	fence, worker string, lease, now time.Time) ([]stepKey, []endedAttempt) {
+	var claimed []stepKey
+	var ended []endedAttempt
+	taken := map[stepKey]bool{}
+	for i, it := range items {
+		if out[i].Err != nil {
+			continue
+		}
+		r := byKey[it.stepKey]
+		if r == nil {
+			out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, it.run, it.step)
+			continue
+		}
+		run, ok := runs[it.run]
+		if !ok {
+			out[i].Err = fmt.Errorf("%w: run %s", persistence.ErrRunNotFound, it.run)
+			continue
+		}
+		if taken[it.stepKey] {
+			out[i].Err = &persistence.ClaimRefusedError{RunID: it.run, Step: it.step, Reason: persistence.RefusedDuplicate, Status: r.Status}
+			continue
+		}
+		if refused := forwardRefusal(r, run, now); refused != nil {
+			out[i].Err = refused
+			continue
+		}
+		taken[it.stepKey] = true
+		claimed = append(claimed, it.stepKey)
+		if r.Status == string(persistence.StepRunning) {
+			// A takeover: whoever held the attempt lost it (its lease
+			// expired, or its node released it).
+			ended = append(ended, attemptEnd(r, persistence.OutcomeLost, "", now))
+		}
+		claimRow(r, fence, worker, lease, now)
+		out[i].Result = persistence.StepClaimResult{Step: r.record(), Run: run}
+	}
+	return claimed, ended
+}
+
+// claimReads gives each claimed item what its step may read: the
+// statuses and outputs of every step upstream of it, or the outputs of
+// the named steps.
+func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, out []persistence.StepClaimOutcome, claimed []stepKey) error {
+	claimedRuns := make([]string, 0, len(claimed))
+	for _, k := range claimed {
+		claimedRuns = append(claimedRuns, k.run)
+	}
+	slices.Sort(claimedRuns)
+	claimedRuns = slices.Compact(claimedRuns)
+	var all []struct {
+		RunID  string `db:"run_id"`
+		Step   string `db:"step"`
+		Deps   string `db:"deps"`
+		Status string `db:"status"`
+		Output []byte `db:"output"`
+	}
+	if err := s.selectAll(ctx, q, &all, `SELECT run_id, step, deps, status, output FROM step_runs WHERE run_id IN (`+
+		in(len(claimedRuns))+`)`, anys(claimedRuns)...); err != nil {
+		return err
+	}
+	steps := make(map[stepKey]readable, len(all))
+	for _, r := range all {
+		steps[stepKey{r.RunID, r.Step}] = readable{splitNames(r.Deps), r.Status, r.Output}
+	}
+	look := func(k stepKey) (readable, bool) { v, ok := steps[k]; return v, ok }
+	for i, it := range items {
+		if out[i].Err != nil {
+			continue
+		}
+		fillReads(&out[i].Result, it.stepKey, it.deps, it.outputs, look)
+	}
+	return nil
 }
 
 // claimSelectSQL reads and locks n steps by key, for pairArgs.

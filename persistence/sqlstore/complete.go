@@ -36,7 +36,53 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 	if len(ps) > maxBatch {
 		return nil, fmt.Errorf("sqlstore: step complete: %d items, over the batch limit of %d", len(ps), maxBatch)
 	}
+	pre, runIDs := s.checkCompletions(ps)
 	out := make([]persistence.StepCompleteOutcome, len(ps))
+	err := s.write(ctx, func(q querier) error {
+		for i := range out {
+			out[i] = persistence.StepCompleteOutcome{Err: pre[i]}
+		}
+		if len(runIDs) == 0 {
+			return nil
+		}
+		b, err := s.lockForCompletion(ctx, q, runIDs, rc != nil)
+		if err != nil {
+			return err
+		}
+		b.budget = newClaimBudget(rc)
+		now := b.instant(ps, out)
+		for i, p := range ps {
+			if out[i].Err == nil {
+				out[i].Result, out[i].Err = b.complete(i, p, now)
+			}
+		}
+		if len(b.changed) == 0 {
+			return nil
+		}
+		finished := b.finishRuns(out)
+		if err := b.claimedResults(out); err != nil {
+			return err
+		}
+		// The writes, with the COMMIT in one round trip on MySQL.
+		writes := append(s.writeSteps(b.byKey, b.changed), s.endedStmts(b.ended)...)
+		if len(finished) > 0 {
+			slices.Sort(finished)
+			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
+			writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
+				WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
+		}
+		return s.execLater(ctx, q, writes...)
+	})
+	if err != nil {
+		return nil, wrap("step complete", err)
+	}
+	return out, nil
+}
+
+// checkCompletions returns the error of each completion that cannot be
+// recorded whatever the store holds (a compensation, a bad reference or
+// output), and the runs of the others, sorted.
+func (s *Store) checkCompletions(ps []persistence.StepCompleteParams) ([]error, []string) {
 	pre := make([]error, len(ps))
 	var runIDs []string
 	for i, p := range ps {
@@ -55,217 +101,206 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		}
 	}
 	slices.Sort(runIDs)
-	runIDs = slices.Compact(runIDs)
-	err := s.write(ctx, func(q querier) error {
-		for i := range out {
-			out[i] = persistence.StepCompleteOutcome{Err: pre[i]}
+	return pre, slices.Compact(runIDs)
+}
+
+// completionBatch is a completion transaction's view of its runs: every
+// step row of them, locked, and what the batch changes.
+type completionBatch struct {
+	byKey     map[stepKey]*stepRow
+	byRun     map[string][]*stepRow
+	runs      map[string]runRow // with every column when steps may be claimed
+	runStatus map[string]string
+	budget    *claimBudget
+	// changed holds the rows this batch changes, as they were read.
+	changed   map[stepKey]stepWas
+	ended     []endedAttempt
+	lastOfRun map[string]int // the last item of each run
+	claims    []releaseClaimed
+}
+
+// releaseClaimed is a step claimed at release, for item's answer.
+type releaseClaimed struct {
+	item int
+	key  stepKey
+}
+
+// lockForCompletion reads the runs, then every step of them, locked in
+// that order, in one round trip on MySQL.
+func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []string, wholeRuns bool) (*completionBatch, error) {
+	var locked []runRow
+	cols := "id, status"
+	if wholeRuns {
+		cols = runCols // a claimed step needs its run's input
+	}
+	// Sized for runs of four steps (the slice grows for more): stepRow is
+	// large, and a batch reads hundreds.
+	rows := make([]stepRow, 0, 4*len(runIDs))
+	if err := s.selectSets(ctx, q,
+		rowSet{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
+			`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},
+		rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
+			`) ORDER BY run_id, step` + s.d.ForUpdate, anys(runIDs)},
+	); err != nil {
+		return nil, err
+	}
+	b := &completionBatch{
+		byKey: make(map[stepKey]*stepRow, len(rows)), byRun: map[string][]*stepRow{},
+		runs: make(map[string]runRow, len(locked)), runStatus: make(map[string]string, len(locked)),
+		changed: map[stepKey]stepWas{}, lastOfRun: map[string]int{},
+	}
+	for _, r := range locked {
+		b.runStatus[r.ID] = r.Status
+		b.runs[r.ID] = r
+	}
+	for i := range rows {
+		r := &rows[i]
+		b.byKey[stepKey{r.RunID, r.Step}] = r
+		b.byRun[r.RunID] = append(b.byRun[r.RunID], r)
+	}
+	return b, nil
+}
+
+// holds reports whether p's fence holds r's attempt.
+func holds(p persistence.StepCompleteParams, r *stepRow) bool {
+	return p.Fence != "" && r.Fence == p.Fence && r.Status == string(persistence.StepRunning)
+}
+
+// instant is when the batch writes: the latest of its valid items' Now,
+// so that the rows it writes alike share a statement (writeSteps).
+func (b *completionBatch) instant(ps []persistence.StepCompleteParams, out []persistence.StepCompleteOutcome) time.Time {
+	var now time.Time
+	for i, p := range ps {
+		if r := b.byKey[stepKey{p.RunID, p.Step}]; out[i].Err == nil && r != nil && holds(p, r) {
+			if n := norm(p.Now); n.After(now) {
+				now = n
+			}
 		}
-		if len(runIDs) == 0 {
-			return nil
+	}
+	return now
+}
+
+// touch notes that the batch changes r, keeping it as it was read.
+func (b *completionBatch) touch(k stepKey, r *stepRow) {
+	if _, ok := b.changed[k]; !ok {
+		b.changed[k] = stepWas{setOf(r), r.Output}
+	}
+}
+
+// complete records item i's success or skip on its row and releases the
+// dependents it was the last dependency of.
+func (b *completionBatch) complete(i int, p persistence.StepCompleteParams, now time.Time) (persistence.StepCompleteResult, error) {
+	k := stepKey{p.RunID, p.Step}
+	r := b.byKey[k]
+	if r == nil {
+		return persistence.StepCompleteResult{}, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
+	}
+	if !holds(p, r) {
+		return persistence.StepCompleteResult{}, fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, p.RunID, p.Step)
+	}
+	status := persistence.StepSucceeded
+	if p.Skipped {
+		status = persistence.StepSkipped
+	}
+	if !r.ClaimedAt.Valid {
+		// Claimed before the step row held its attempt: its attempt row
+		// exists and is finished by an update.
+		b.ended = append(b.ended, attemptEnd(r, doneOutcome(status), "", now))
+	}
+	// Otherwise the step row keeps the ended attempt (number, worker,
+	// claimed_at, finished_at) and no attempt row is written: see
+	// heldAttempt.
+	b.touch(k, r)
+	r.Status = string(status)
+	r.Output = nonEmpty(p.Output)
+	r.Error.String, r.Error.Valid = "", false
+	r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
+	r.FinishedAt = nullTime{T: now, Valid: true}
+	r.UpdatedAt = dbTime{now}
+	res := persistence.StepCompleteResult{Step: r.record()}
+	res.Ready = b.releaseDependents(i, r, now)
+	b.lastOfRun[p.RunID] = i
+	return res, nil
+}
+
+// releaseDependents counts r's completion in each waiting dependent; the
+// ones it was the last dependency of are queued (returned, by name) or,
+// within the budget and in a running run, claimed for the caller.
+func (b *completionBatch) releaseDependents(i int, r *stepRow, now time.Time) []persistence.StepRun {
+	var ready []persistence.StepRun
+	for _, dn := range splitNames(r.Dependents) {
+		dk := stepKey{r.RunID, dn}
+		d := b.byKey[dk]
+		if d == nil || d.Status != string(persistence.StepWaiting) {
+			continue // cancelled, or queued by other means
 		}
-		var locked []runRow
-		cols := "id, status"
-		if rc != nil {
-			cols = runCols // a claimed step needs its run's input
+		b.touch(dk, d)
+		d.UpdatedAt = dbTime{now}
+		if d.PendingDeps > 1 {
+			d.PendingDeps--
+			continue
 		}
-		// The runs, then every step of them, locked in that order, in one
-		// round trip on MySQL. Sized for runs of four steps (the slice
-		// grows for more): stepRow is large, and a batch reads hundreds.
-		rows := make([]stepRow, 0, 4*len(runIDs))
-		if err := s.selectSets(ctx, q,
-			rowSet{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
-				`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},
-			rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
-				`) ORDER BY run_id, step` + s.d.ForUpdate, anys(runIDs)},
-		); err != nil {
+		d.PendingDeps = 0
+		d.Status = string(persistence.StepQueued)
+		d.QueuedAt = nullTime{T: now, Valid: true}
+		if b.runStatus[r.RunID] == string(persistence.RunRunning) && b.budget.take(d.Queue) {
+			claimRow(d, b.budget.fence, b.budget.worker, b.budget.lease, now)
+			b.claims = append(b.claims, releaseClaimed{i, dk})
+			continue
+		}
+		ready = append(ready, d.record())
+	}
+	slices.SortFunc(ready, func(a, b persistence.StepRun) int { return strings.Compare(a.Step, b.Step) })
+	return ready
+}
+
+// finishRuns moves the runs whose every step is now succeeded or skipped
+// to succeeded (returning them) and gives each item its run's status.
+func (b *completionBatch) finishRuns(out []persistence.StepCompleteOutcome) []string {
+	var finished []string
+	for runID, i := range b.lastOfRun {
+		if b.runStatus[runID] != string(persistence.RunRunning) {
+			continue
+		}
+		done := true
+		for _, r := range b.byRun[runID] {
+			if r.Status != string(persistence.StepSucceeded) && r.Status != string(persistence.StepSkipped) {
+				done = false
+				break
+			}
+		}
+		if done {
+			finished = append(finished, runID)
+			b.runStatus[runID] = string(persistence.RunSucceeded)
+			out[i].Result.RunFinished = true
+		}
+	}
+	for i := range out {
+		if out[i].Err == nil {
+			out[i].Result.RunStatus = persistence.RunStatus(b.runStatus[out[i].Result.Step.RunID])
+		}
+	}
+	return finished
+}
+
+// claimedResults gives each item the steps claimed at its release, with
+// their runs and what they may read.
+func (b *completionBatch) claimedResults(out []persistence.StepCompleteOutcome) error {
+	look := func(k stepKey) (readable, bool) {
+		r := b.byKey[k]
+		if r == nil {
+			return readable{}, false
+		}
+		return readable{splitNames(r.Deps), r.Status, r.Output}, true
+	}
+	for _, c := range b.claims {
+		run, err := b.runs[c.key.run].record()
+		if err != nil {
 			return err
 		}
-		runStatus := make(map[string]string, len(locked))
-		lockedRuns := make(map[string]runRow, len(locked))
-		for _, r := range locked {
-			runStatus[r.ID] = r.Status
-			lockedRuns[r.ID] = r
-		}
-		queues := map[string]bool{}
-		budget := 0
-		if rc != nil {
-			for _, q := range rc.Queues {
-				queues[q] = true
-			}
-			budget = rc.Max
-		}
-		type claimRef struct {
-			item int
-			key  stepKey
-		}
-		var claimRefs []claimRef
-		byKey := make(map[stepKey]*stepRow, len(rows))
-		byRun := map[string][]*stepRow{}
-		for i := range rows {
-			r := &rows[i]
-			byKey[stepKey{r.RunID, r.Step}] = r
-			byRun[r.RunID] = append(byRun[r.RunID], r)
-		}
-		// changed holds the rows this batch changes, as they were read.
-		changed := map[stepKey]stepWas{}
-		touch := func(k stepKey, r *stepRow) {
-			if _, ok := changed[k]; !ok {
-				changed[k] = stepWas{setOf(r), r.Output}
-			}
-		}
-		var ended []endedAttempt
-		lastOfRun := map[string]int{}
-		// The batch writes at one instant, the latest of its items' (so
-		// that the rows it writes alike share a statement: writeSteps).
-		holds := func(p persistence.StepCompleteParams, r *stepRow) bool {
-			return p.Fence != "" && r.Fence == p.Fence && r.Status == string(persistence.StepRunning)
-		}
-		var now time.Time
-		for i, p := range ps {
-			if r := byKey[stepKey{p.RunID, p.Step}]; out[i].Err == nil && r != nil && holds(p, r) {
-				if n := norm(p.Now); n.After(now) {
-					now = n
-				}
-			}
-		}
-		for i, p := range ps {
-			if out[i].Err != nil {
-				continue
-			}
-			k := stepKey{p.RunID, p.Step}
-			r := byKey[k]
-			if r == nil {
-				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, p.RunID, p.Step)
-				continue
-			}
-			if !holds(p, r) {
-				out[i].Err = fmt.Errorf("%w: run %s step %q", persistence.ErrFenceMismatch, p.RunID, p.Step)
-				continue
-			}
-			status := persistence.StepSucceeded
-			if p.Skipped {
-				status = persistence.StepSkipped
-			}
-			if !r.ClaimedAt.Valid {
-				// Claimed before the step row held its attempt: its
-				// attempt row exists and is finished by an update.
-				ended = append(ended, attemptEnd(r, doneOutcome(status), "", now))
-			}
-			// Otherwise the step row keeps the ended attempt (number,
-			// worker, claimed_at, finished_at) and no attempt row is
-			// written: see heldAttempt.
-			touch(k, r)
-			r.Status = string(status)
-			r.Output = nonEmpty(p.Output)
-			r.Error.String, r.Error.Valid = "", false
-			r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
-			r.FinishedAt = nullTime{T: now, Valid: true}
-			r.UpdatedAt = dbTime{now}
-			res := persistence.StepCompleteResult{Step: r.record()}
-			for _, dn := range splitNames(r.Dependents) {
-				d := byKey[stepKey{p.RunID, dn}]
-				if d == nil || d.Status != string(persistence.StepWaiting) {
-					continue // cancelled, or queued by other means
-				}
-				dk := stepKey{p.RunID, dn}
-				touch(dk, d)
-				d.UpdatedAt = dbTime{now}
-				if d.PendingDeps <= 1 {
-					d.PendingDeps = 0
-					d.Status = string(persistence.StepQueued)
-					d.QueuedAt = nullTime{T: now, Valid: true}
-					if budget > 0 && queues[d.Queue] && runStatus[p.RunID] == string(persistence.RunRunning) {
-						// Claimed for the caller in this transaction.
-						budget--
-						d.Status = string(persistence.StepRunning)
-						d.Attempt++
-						d.Fence = rc.Fence
-						d.Worker = rc.Worker
-						d.ClaimedAt = nullTime{T: now, Valid: true}
-						d.LeaseExpiresAt = nullTime{T: norm(rc.LeaseUntil), Valid: true}
-						d.NextAttemptAt = nullTime{}
-						d.StartedAt = nullTime{T: now, Valid: true}
-						claimRefs = append(claimRefs, claimRef{i, dk})
-						continue
-					}
-					res.Ready = append(res.Ready, d.record())
-				} else {
-					d.PendingDeps--
-				}
-			}
-			slices.SortFunc(res.Ready, func(a, b persistence.StepRun) int { return strings.Compare(a.Step, b.Step) })
-			out[i].Result = res
-			lastOfRun[p.RunID] = i
-		}
-		if len(changed) == 0 {
-			return nil
-		}
-		// Runs whose every step is now succeeded or skipped are finished.
-		var finished []string
-		for runID, i := range lastOfRun {
-			if runStatus[runID] != string(persistence.RunRunning) {
-				continue
-			}
-			done := true
-			for _, r := range byRun[runID] {
-				if r.Status != string(persistence.StepSucceeded) && r.Status != string(persistence.StepSkipped) {
-					done = false
-					break
-				}
-			}
-			if done {
-				finished = append(finished, runID)
-				runStatus[runID] = string(persistence.RunSucceeded)
-				out[i].Result.RunFinished = true
-			}
-		}
-		for i, p := range ps {
-			if out[i].Err == nil {
-				out[i].Result.RunStatus = persistence.RunStatus(runStatus[p.RunID])
-			}
-		}
-		for _, cr := range claimRefs {
-			run, err := lockedRuns[cr.key.run].record()
-			if err != nil {
-				return err
-			}
-			d := byKey[cr.key]
-			res := persistence.StepClaimResult{Step: d.record(), Run: run}
-			for _, n := range upstream(cr.key, func(k stepKey) []string {
-				if r := byKey[k]; r != nil {
-					return splitNames(r.Deps)
-				}
-				return nil
-			}) {
-				u := byKey[stepKey{cr.key.run, n}]
-				if u == nil {
-					continue
-				}
-				if res.Upstream == nil {
-					res.Upstream = map[string]persistence.StepStatus{}
-				}
-				res.Upstream[n] = persistence.StepStatus(u.Status)
-				if len(u.Output) > 0 {
-					if res.Outputs == nil {
-						res.Outputs = map[string][]byte{}
-					}
-					res.Outputs[n] = u.Output
-				}
-			}
-			out[cr.item].Result.Claimed = append(out[cr.item].Result.Claimed, res)
-		}
-		// The writes, with the COMMIT in one round trip on MySQL.
-		writes := append(s.writeSteps(byKey, changed), s.endedStmts(ended)...)
-		if len(finished) > 0 {
-			slices.Sort(finished)
-			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
-			writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
-				WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
-		}
-		return s.execLater(ctx, q, writes...)
-	})
-	if err != nil {
-		return nil, wrap("step complete", err)
+		res := persistence.StepClaimResult{Step: b.byKey[c.key].record(), Run: run}
+		fillReads(&res, c.key, true, nil, look)
+		out[c.item].Result.Claimed = append(out[c.item].Result.Claimed, res)
 	}
-	return out, nil
+	return nil
 }

@@ -113,3 +113,87 @@ func upstream(k stepKey, deps func(stepKey) []string) []string {
 	}
 	return out
 }
+
+// claimRow moves a step row to running for one more forward attempt,
+// held by fence and worker until lease: the in-memory claim every path
+// applies (a batch claim, a claim at release) before writing the row.
+func claimRow(r *stepRow, fence, worker string, lease, now time.Time) {
+	r.Status = string(persistence.StepRunning)
+	r.Attempt++
+	r.Fence = fence
+	r.Worker = worker
+	r.ClaimedAt = nullTime{T: now, Valid: true}
+	r.LeaseExpiresAt = nullTime{T: lease, Valid: true}
+	r.NextAttemptAt = nullTime{}
+	if !r.StartedAt.Valid {
+		r.StartedAt = nullTime{T: now, Valid: true}
+	}
+	r.UpdatedAt = dbTime{now}
+}
+
+// claimBudget is what a ReleaseClaim allows: steps of which queues may be
+// claimed for the caller, and how many more. A nil budget allows none.
+type claimBudget struct {
+	queues        map[string]bool
+	left          int
+	fence, worker string
+	lease         time.Time
+}
+
+func newClaimBudget(rc *persistence.ReleaseClaim) *claimBudget {
+	if rc == nil {
+		return nil
+	}
+	b := &claimBudget{queues: make(map[string]bool, len(rc.Queues)), left: rc.Max, fence: rc.Fence, worker: rc.Worker,
+		lease: norm(rc.LeaseUntil)}
+	for _, q := range rc.Queues {
+		b.queues[q] = true
+	}
+	return b
+}
+
+// take reports whether a ready step of queue is claimed for the caller,
+// and counts it.
+func (b *claimBudget) take(queue string) bool {
+	if b == nil || b.left <= 0 || !b.queues[queue] {
+		return false
+	}
+	b.left--
+	return true
+}
+
+// readable is what a claimed step may read of another step of its run.
+type readable struct {
+	deps   []string
+	status string
+	output []byte
+}
+
+// fillReads gives a claimed step (k) what it may read: with all, the
+// statuses and outputs of every step upstream of it (its dependencies,
+// theirs, and so on); otherwise the outputs of the named steps. look finds
+// a step of the run.
+func fillReads(res *persistence.StepClaimResult, k stepKey, all bool, names []string, look func(stepKey) (readable, bool)) {
+	withStatus := all
+	if all {
+		names = upstream(k, func(k stepKey) []string { r, _ := look(k); return r.deps })
+	}
+	for _, n := range names {
+		u, ok := look(stepKey{k.run, n})
+		if !ok {
+			continue
+		}
+		if withStatus {
+			if res.Upstream == nil {
+				res.Upstream = make(map[string]persistence.StepStatus, len(names))
+			}
+			res.Upstream[n] = persistence.StepStatus(u.status)
+		}
+		if len(u.output) > 0 {
+			if res.Outputs == nil {
+				res.Outputs = make(map[string][]byte, len(names))
+			}
+			res.Outputs[n] = u.output
+		}
+	}
+}
