@@ -55,40 +55,66 @@ type runPlan struct {
 
 func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 	var plan runPlan
-	if err := validRunID(p.ID); err != nil {
+	if err := s.checkRunCreate(p); err != nil {
 		return plan, err
 	}
-	if err := validName("workflow name", p.Workflow); err != nil {
+	if len(p.Metadata) > 0 {
+		b, err := s.encodeMetadata(p.Metadata)
+		if err != nil {
+			return plan, err
+		}
+		plan.metadata = b
+	}
+	plan.run = runRecord(p)
+	if err := planGraph(&plan, p); err != nil {
 		return plan, err
+	}
+	return plan, nil
+}
+
+// checkRunCreate refuses a run whose id, names, key or input the store
+// cannot take.
+func (s *Store) checkRunCreate(p persistence.RunCreateParams) error {
+	if err := validRunID(p.ID); err != nil {
+		return err
+	}
+	if err := validName("workflow name", p.Workflow); err != nil {
+		return err
 	}
 	if p.IdempotencyKey != "" {
 		if err := validKey(p.IdempotencyKey); err != nil {
-			return plan, err
+			return err
 		}
 	}
 	if p.Schedule != "" {
 		if err := validName("schedule name", p.Schedule); err != nil {
-			return plan, err
+			return err
 		}
 	}
-	if err := s.validJSON("input", p.Input); err != nil {
-		return plan, err
+	return s.validJSON("input", p.Input)
+}
+
+// encodeMetadata returns a run's metadata as stored: JSON, within the
+// payload limit, of valid UTF-8 keys and values without NUL.
+func (s *Store) encodeMetadata(md map[string]string) ([]byte, error) {
+	for k, v := range md {
+		if !validUTF8NoNUL(k) || !validUTF8NoNUL(v) {
+			return nil, invalid("metadata", k, "keys and values must be valid UTF-8 without NUL")
+		}
 	}
-	if len(p.Metadata) > 0 {
-		for k, v := range p.Metadata {
-			if !validUTF8NoNUL(k) || !validUTF8NoNUL(v) {
-				return plan, invalid("metadata", k, "keys and values must be valid UTF-8 without NUL")
-			}
-		}
-		b, err := json.Marshal(p.Metadata)
-		if err != nil {
-			return plan, invalid("metadata", "", err.Error())
-		}
-		if len(b) > s.maxPayload {
-			return plan, &persistence.LimitError{Field: "metadata", Size: len(b), Limit: s.maxPayload}
-		}
-		plan.metadata = b
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, invalid("metadata", "", err.Error())
 	}
+	if len(b) > s.maxPayload {
+		return nil, &persistence.LimitError{Field: "metadata", Size: len(b), Limit: s.maxPayload}
+	}
+	return b, nil
+}
+
+// runRecord is the run p creates: running now, or pending until a later
+// StartAt.
+func runRecord(p persistence.RunCreateParams) persistence.Run {
 	now := norm(p.Now)
 	startAt := now
 	if !p.StartAt.IsZero() {
@@ -101,7 +127,7 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 	} else {
 		startedAt = &now
 	}
-	plan.run = persistence.Run{
+	run := persistence.Run{
 		ID:             p.ID,
 		Workflow:       p.Workflow,
 		Version:        p.Version,
@@ -117,25 +143,31 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 		UpdatedAt:      now,
 	}
 	if len(p.Metadata) == 0 {
-		plan.run.Metadata = nil
+		run.Metadata = nil
 	}
+	return run
+}
 
+// planGraph checks p's steps (names, queues, dependencies, no cycle) and
+// plans their rows: roots queued in a run that starts now, every other
+// step waiting.
+func planGraph(plan *runPlan, p persistence.RunCreateParams) error {
 	index := make(map[string]int, len(p.Steps))
 	for i, sp := range p.Steps {
 		if err := validName("step name", sp.Name); err != nil {
-			return plan, err
+			return err
 		}
 		if _, dup := index[sp.Name]; dup {
-			return plan, invalid("step name", sp.Name, "declared twice")
+			return invalid("step name", sp.Name, "declared twice")
 		}
 		index[sp.Name] = i
 		if sp.Queue != "" {
 			if err := validName("queue name", sp.Queue); err != nil {
-				return plan, err
+				return err
 			}
 		}
 		if sp.MaxAttempts < 0 {
-			return plan, invalid("max attempts", fmt.Sprint(sp.MaxAttempts), "negative")
+			return invalid("max attempts", fmt.Sprint(sp.MaxAttempts), "negative")
 		}
 	}
 	plan.dependents = make([][]string, len(p.Steps))
@@ -146,11 +178,11 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 			j, ok := index[dep]
 			switch {
 			case !ok:
-				return plan, invalid("dependency", dep, fmt.Sprintf("step %q depends on an unknown step", sp.Name))
+				return invalid("dependency", dep, fmt.Sprintf("step %q depends on an unknown step", sp.Name))
 			case j == i:
-				return plan, invalid("dependency", dep, "a step cannot depend on itself")
+				return invalid("dependency", dep, "a step cannot depend on itself")
 			case seen[dep]:
-				return plan, invalid("dependency", dep, fmt.Sprintf("step %q lists it twice", sp.Name))
+				return invalid("dependency", dep, fmt.Sprintf("step %q lists it twice", sp.Name))
 			}
 			seen[dep] = true
 			plan.dependents[j] = append(plan.dependents[j], sp.Name)
@@ -158,8 +190,9 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 		}
 	}
 	if err := acyclic(p.Steps, plan.dependents, index, indeg); err != nil {
-		return plan, err
+		return err
 	}
+	now := plan.run.CreatedAt
 	for i, sp := range p.Steps {
 		st := persistence.StepRun{
 			RunID:       p.ID,
@@ -176,7 +209,7 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 		}
 		if len(st.Deps) == 0 {
 			st.Deps = nil
-			if status == persistence.RunRunning {
+			if plan.run.Status == persistence.RunRunning {
 				st.Status = persistence.StepQueued
 				st.QueuedAt = &now
 			}
@@ -184,7 +217,7 @@ func (s *Store) planRun(p persistence.RunCreateParams) (runPlan, error) {
 		plan.steps = append(plan.steps, st)
 		plan.seqs = append(plan.seqs, i)
 	}
-	return plan, nil
+	return nil
 }
 
 func acyclic(steps []persistence.StepSpec, dependents [][]string, index map[string]int, indeg []int) error {
@@ -564,37 +597,7 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 	}
 	// Claim at create: decided before the transaction (which may be
 	// retried), from the plans alone.
-	claims := make([][]int, len(ps)) // indexes into plans[i].steps
-	if rc != nil {
-		queues := make(map[string]bool, len(rc.Queues))
-		for _, q := range rc.Queues {
-			queues[q] = true
-		}
-		lease := norm(rc.LeaseUntil)
-		budget := rc.Max
-		for i := range plans {
-			if pre[i] != nil || plans[i].run.Status != persistence.RunRunning {
-				continue
-			}
-			for j := range plans[i].steps {
-				st := &plans[i].steps[j]
-				if budget <= 0 || st.Status != persistence.StepQueued || !queues[st.Queue] {
-					continue
-				}
-				budget--
-				started := plans[i].run.CreatedAt
-				st.Status = persistence.StepRunning
-				st.Attempt = 1
-				st.Fence = rc.Fence
-				st.LeaseExpiresAt = &lease
-				st.StartedAt = &started
-				claims[i] = append(claims[i], j)
-			}
-			if len(claims[i]) > 0 {
-				plans[i].claimWorker = rc.Worker
-			}
-		}
-	}
+	claims := claimAtCreate(plans, pre, newClaimBudget(rc))
 	err := s.write(ctx, func(q querier) error {
 		var bulk []runPlan
 		var bulkIdx []int
@@ -642,6 +645,39 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 		out[i].Err = wrap("run create", out[i].Err)
 	}
 	return out, nil
+}
+
+// claimAtCreate claims, within budget, the queued root steps of the runs
+// that start at once, in their plans: each such step is planned running,
+// in its first attempt, for the budget's fence and worker. It returns the
+// claimed steps' indexes in each plan.
+func claimAtCreate(plans []runPlan, pre []error, budget *claimBudget) [][]int {
+	claims := make([][]int, len(plans))
+	if budget == nil {
+		return claims
+	}
+	for i := range plans {
+		if pre[i] != nil || plans[i].run.Status != persistence.RunRunning {
+			continue
+		}
+		for j := range plans[i].steps {
+			st := &plans[i].steps[j]
+			if st.Status != persistence.StepQueued || !budget.take(st.Queue) {
+				continue
+			}
+			started, lease := plans[i].run.CreatedAt, budget.lease
+			st.Status = persistence.StepRunning
+			st.Attempt = 1
+			st.Fence = budget.fence
+			st.LeaseExpiresAt = &lease
+			st.StartedAt = &started
+			claims[i] = append(claims[i], j)
+		}
+		if len(claims[i]) > 0 {
+			plans[i].claimWorker = budget.worker
+		}
+	}
+	return claims
 }
 
 // isItemErr reports an error about one item that does not spoil its batch.
