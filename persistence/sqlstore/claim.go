@@ -235,11 +235,17 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 		}
 		return outs[0].Result, wrap("step claim", outs[0].Err)
 	}
+	return s.compensationClaim(ctx, p)
+}
+
+// compensationClaim is StepClaim for a compensation: one conditional
+// UPDATE (the claim), then the run, the step and the requested outputs,
+// and the attempt row, in one transaction.
+func (s *Store) compensationClaim(ctx context.Context, p persistence.StepClaimParams) (persistence.StepClaimResult, error) {
 	now, lease := norm(p.Now), norm(p.LeaseUntil)
 	var res persistence.StepClaimResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepClaimResult{}
-		wantRun, kind := persistence.RunCompensating, persistence.AttemptCompensation
 		n, err := s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
 			lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
 			WHERE run_id = ? AND step = ? AND status = ?
@@ -256,7 +262,7 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 		if err != nil {
 			return err
 		}
-		if run.Status != wantRun {
+		if run.Status != persistence.RunCompensating {
 			// Rolls the claim back.
 			reason := persistence.RefusedRunNotRunning
 			if run.Status.Terminal() {
@@ -264,43 +270,55 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 			}
 			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: reason, Status: string(run.Status)}
 		}
-		names := append([]any{p.Step}, anys(p.WithOutputs)...)
-		var rows []stepRow
-		if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
-			in(len(names))+`)`, append([]any{p.RunID}, names...)...); err != nil {
+		if res, err = s.compensationReads(ctx, q, p, run); err != nil {
 			return err
 		}
-		res.Run = run
-		for _, r := range rows {
-			if r.Step == p.Step {
-				res.Step = r.record()
-			}
-			if len(r.Output) > 0 && slices.Contains(p.WithOutputs, r.Step) {
-				if res.Outputs == nil {
-					res.Outputs = make(map[string][]byte, len(p.WithOutputs))
-				}
-				res.Outputs[r.Step] = r.Output
-			}
-		}
-		attempt := res.Step.Attempt
-		if p.Compensation {
-			attempt = res.Step.CompAttempt
-		}
-		if attempt > 1 {
-			// A takeover: whoever held the previous attempt lost it.
-			if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
-				WHERE run_id = ? AND step = ? AND kind = ? AND outcome = ?`,
-				string(persistence.OutcomeLost), s.t(now), p.RunID, p.Step, string(kind),
-				string(persistence.OutcomeRunning)); err != nil {
-				return err
-			}
-		}
-		_, err = s.exec(ctx, q, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.RunID, p.Step, string(kind), attempt, p.Worker, p.Fence, string(persistence.OutcomeRunning), s.t(now))
-		return err
+		return s.startCompensationAttempt(ctx, q, p, res.Step.CompAttempt, now)
 	})
 	return res, wrap("step claim", err)
+}
+
+// compensationReads returns a claimed compensation's step and run, with
+// the outputs of the steps it asked for.
+func (s *Store) compensationReads(ctx context.Context, q querier, p persistence.StepClaimParams, run persistence.Run) (persistence.StepClaimResult, error) {
+	res := persistence.StepClaimResult{Run: run}
+	names := append([]any{p.Step}, anys(p.WithOutputs)...)
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, `SELECT `+stepCols+` FROM step_runs WHERE run_id = ? AND step IN (`+
+		in(len(names))+`)`, append([]any{p.RunID}, names...)...); err != nil {
+		return res, err
+	}
+	for _, r := range rows {
+		if r.Step == p.Step {
+			res.Step = r.record()
+		}
+		if len(r.Output) > 0 && slices.Contains(p.WithOutputs, r.Step) {
+			if res.Outputs == nil {
+				res.Outputs = make(map[string][]byte, len(p.WithOutputs))
+			}
+			res.Outputs[r.Step] = r.Output
+		}
+	}
+	return res, nil
+}
+
+// startCompensationAttempt writes the history of a compensation claim: the
+// previous attempt, if one still runs, is lost (a takeover); the new one
+// runs.
+func (s *Store) startCompensationAttempt(ctx context.Context, q querier, p persistence.StepClaimParams, attempt int, now time.Time) error {
+	kind := string(persistence.AttemptCompensation)
+	if attempt > 1 {
+		if _, err := s.exec(ctx, q, `UPDATE step_attempts SET outcome = ?, finished_at = ?
+			WHERE run_id = ? AND step = ? AND kind = ? AND outcome = ?`,
+			string(persistence.OutcomeLost), s.t(now), p.RunID, p.Step, kind,
+			string(persistence.OutcomeRunning)); err != nil {
+			return err
+		}
+	}
+	_, err := s.exec(ctx, q, `INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, started_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.RunID, p.Step, kind, attempt, p.Worker, p.Fence, string(persistence.OutcomeRunning), s.t(now))
+	return err
 }
 
 // compensationRefusal says why the compensation claim of a step changed
