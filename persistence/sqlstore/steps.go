@@ -309,37 +309,10 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 	if err := s.recordHeld(ctx, q, runID, rows); err != nil {
 		return nil, err
 	}
+	out, aborted := transitionRows(rows, to, msg, now)
 	names := make([]any, len(rows))
-	out := make([]persistence.StepRun, len(rows))
-	var aborted []endedAttempt
 	for i, r := range rows {
 		names[i] = r.Step
-		if r.Status == string(persistence.StepRunning) {
-			// The forward attempt in progress is left in the history as it
-			// was: running, never finished.
-			e := attemptEnd(&r, persistence.OutcomeRunning, "", now)
-			e.finished = nil
-			aborted = append(aborted, e)
-		}
-		r.Status = string(to)
-		r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
-		r.UpdatedAt = dbTime{now}
-		if msg != "" {
-			r.Error.String, r.Error.Valid = msg, true
-		}
-		switch {
-		case to == persistence.StepQueued:
-			r.Attempt = 0
-			r.QueuedAt = nullTime{T: now, Valid: true}
-			r.FinishedAt = nullTime{}
-		case to == persistence.StepCompensating:
-			// Waits for a compensation claim from now on.
-			r.QueuedAt = nullTime{T: now, Valid: true}
-			r.FinishedAt = nullTime{}
-		case finishedStep(to):
-			r.FinishedAt = nullTime{T: now, Valid: true}
-		}
-		out[i] = r.record()
 	}
 	r0 := out[0]
 	// Every changed row gets the same values, so one UPDATE does.
@@ -367,6 +340,42 @@ func (s *Store) stepsTransition(ctx context.Context, q querier, runID string, st
 		return nil, err
 	}
 	return out, nil
+}
+
+// transitionRows moves rows to status to at now (with msg as their error,
+// if any) and returns them as records, with the forward attempts in
+// progress that the move leaves in the history as they were: running,
+// never finished.
+func transitionRows(rows []stepRow, to persistence.StepStatus, msg string, now time.Time) ([]persistence.StepRun, []endedAttempt) {
+	out := make([]persistence.StepRun, len(rows))
+	var aborted []endedAttempt
+	for i, r := range rows {
+		if r.Status == string(persistence.StepRunning) {
+			e := attemptEnd(&r, persistence.OutcomeRunning, "", now)
+			e.finished = nil
+			aborted = append(aborted, e)
+		}
+		r.Status = string(to)
+		r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
+		r.UpdatedAt = dbTime{now}
+		if msg != "" {
+			r.Error.String, r.Error.Valid = msg, true
+		}
+		switch {
+		case to == persistence.StepQueued:
+			r.Attempt = 0
+			r.QueuedAt = nullTime{T: now, Valid: true}
+			r.FinishedAt = nullTime{}
+		case to == persistence.StepCompensating:
+			// Waits for a compensation claim from now on.
+			r.QueuedAt = nullTime{T: now, Valid: true}
+			r.FinishedAt = nullTime{}
+		case finishedStep(to):
+			r.FinishedAt = nullTime{T: now, Valid: true}
+		}
+		out[i] = r.record()
+	}
+	return out, aborted
 }
 
 func (s *Store) mergeSteps(ctx context.Context, qs []Query, limit int, key func(stepRow) time.Time) ([]persistence.StepRun, error) {
