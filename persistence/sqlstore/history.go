@@ -160,17 +160,19 @@ func (s *Store) finishAttempt(ctx context.Context, q querier, runID, step, fence
 	return err
 }
 
-// AttemptList implements persistence.Store.
-func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.Attempt, error) {
-	if runRef(runID) != nil {
-		return nil, nil
-	}
-	// Forward attempts in progress, and the ended ones that step rows
-	// hold (see heldAttempt), come from the step rows. The steps are read
-	// first: an attempt that ends, or whose row is written, before the
-	// attempt rows are read then shows once, not twice and never not at
-	// all.
-	// Only the columns an attempt needs: not the steps' outputs.
+// historyAttemptRow is an attempt row as AttemptList reads it.
+type historyAttemptRow struct {
+	attemptRow
+	Fence string `db:"fence"`
+}
+
+// historyRows reads a run's history: its step rows (only the columns an
+// attempt needs, not the outputs), then its attempt rows in the order
+// they were written. Forward attempts in progress, and the ended ones that
+// step rows hold (see heldAttempt), come from the step rows. The steps are
+// read first: an attempt that ends, or whose row is written, before the
+// attempt rows are read then shows once, not twice and never not at all.
+func (s *Store) historyRows(ctx context.Context, runID string) ([]stepRow, []historyAttemptRow, error) {
 	var cols []struct {
 		Step       string   `db:"step"`
 		Seq        int      `db:"seq"`
@@ -183,18 +185,27 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	}
 	if err := s.selectAll(ctx, s.db, &cols, `SELECT step, seq, status, attempt, worker, fence, claimed_at, finished_at
 		FROM step_runs WHERE run_id = ?`, runID); err != nil {
-		return nil, wrap("attempt list", err)
+		return nil, nil, err
 	}
 	steps := make([]stepRow, len(cols))
 	for i, c := range cols {
 		steps[i] = stepRow{RunID: runID, Step: c.Step, Seq: c.Seq, Status: c.Status, Attempt: c.Attempt,
 			Worker: c.Worker, Fence: c.Fence, ClaimedAt: c.ClaimedAt, FinishedAt: c.FinishedAt}
 	}
-	var rows []struct {
-		attemptRow
-		Fence string `db:"fence"`
-	}
+	var rows []historyAttemptRow
 	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+attemptCols+`, fence FROM step_attempts WHERE run_id = ? ORDER BY id`, runID); err != nil {
+		return nil, nil, err
+	}
+	return steps, rows, nil
+}
+
+// AttemptList implements persistence.Store.
+func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.Attempt, error) {
+	if runRef(runID) != nil {
+		return nil, nil
+	}
+	steps, rows, err := s.historyRows(ctx, runID)
+	if err != nil {
 		return nil, wrap("attempt list", err)
 	}
 	// The recorded attempts, in the order of their rows; then those the
