@@ -82,6 +82,64 @@ func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query
 	return []Query{q(persistence.StepRunning), q(persistence.StepCompensating)}
 }
 
+// runListWhere turns RunList's filters into conditions, and its
+// statuses into a list without repeats.
+func (s *Store) runListWhere(p persistence.RunListParams) ([]string, []any, []persistence.RunStatus, error) {
+	var where []string
+	var args []any
+	if p.Workflow != "" {
+		if err := validName("workflow name", p.Workflow); err != nil {
+			return nil, nil, nil, err
+		}
+		where = append(where, "workflow = ?")
+		args = append(args, p.Workflow)
+	}
+	if p.Schedule != "" {
+		if err := validName("schedule name", p.Schedule); err != nil {
+			return nil, nil, nil, err
+		}
+		where = append(where, "schedule = ?")
+		args = append(args, p.Schedule)
+	}
+	var statuses []persistence.RunStatus
+	for _, st := range p.Status {
+		if !st.Valid() {
+			return nil, nil, nil, invalid("run status", string(st), "unknown")
+		}
+		if !slices.Contains(statuses, st) { // a repeat would list its runs twice
+			statuses = append(statuses, st)
+		}
+	}
+	if !p.CreatedAfter.IsZero() {
+		where = append(where, "created_at >= ?")
+		args = append(args, s.t(norm(p.CreatedAfter)))
+	}
+	// One upper bound on created_at, the tighter of CreatedBefore and the
+	// cursor: given two, SQLite ends its range at the first it finds, and
+	// a deep page of a window would read the window's newest runs to
+	// reach its cursor.
+	var before time.Time
+	if !p.CreatedBefore.IsZero() {
+		before = norm(p.CreatedBefore)
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeRunCursor(p.Cursor)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if before.IsZero() || at.Before(before) {
+			where = append(where, "created_at <= ? AND (created_at < ? OR (created_at = ? AND id < ?))")
+			args = append(args, s.t(at), s.t(at), s.t(at), id)
+			before = time.Time{} // implied
+		}
+	}
+	if !before.IsZero() {
+		where = append(where, "created_at < ?")
+		args = append(args, s.t(before))
+	}
+	return where, args, statuses, nil
+}
+
 // runListQuery builds RunList's statement: newest first by (created_at,
 // id), keyset-paged. Every page, the first and the deepest alike, reads
 // one range of one index per status asked for, starting at the page's
@@ -103,57 +161,9 @@ func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query
 // worst the page reads that schedule's runs.
 func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
-	var where []string
-	var args []any
-	if p.Workflow != "" {
-		if err := validName("workflow name", p.Workflow); err != nil {
-			return Query{}, 0, err
-		}
-		where = append(where, "workflow = ?")
-		args = append(args, p.Workflow)
-	}
-	if p.Schedule != "" {
-		if err := validName("schedule name", p.Schedule); err != nil {
-			return Query{}, 0, err
-		}
-		where = append(where, "schedule = ?")
-		args = append(args, p.Schedule)
-	}
-	var statuses []persistence.RunStatus
-	for _, st := range p.Status {
-		if !st.Valid() {
-			return Query{}, 0, invalid("run status", string(st), "unknown")
-		}
-		if !slices.Contains(statuses, st) { // a repeat would list its runs twice
-			statuses = append(statuses, st)
-		}
-	}
-	if !p.CreatedAfter.IsZero() {
-		where = append(where, "created_at >= ?")
-		args = append(args, s.t(norm(p.CreatedAfter)))
-	}
-	// One upper bound on created_at, the tighter of CreatedBefore and the
-	// cursor: given two, SQLite ends its range at the first it finds, and
-	// a deep page of a window would read the window's newest runs to
-	// reach its cursor.
-	var before time.Time
-	if !p.CreatedBefore.IsZero() {
-		before = norm(p.CreatedBefore)
-	}
-	if p.Cursor != "" {
-		at, id, err := decodeRunCursor(p.Cursor)
-		if err != nil {
-			return Query{}, 0, err
-		}
-		if before.IsZero() || at.Before(before) {
-			where = append(where, "created_at <= ? AND (created_at < ? OR (created_at = ? AND id < ?))")
-			args = append(args, s.t(at), s.t(at), s.t(at), id)
-			before = time.Time{} // implied
-		}
-	}
-	if !before.IsZero() {
-		where = append(where, "created_at < ?")
-		args = append(args, s.t(before))
+	where, args, statuses, err := s.runListWhere(p)
+	if err != nil {
+		return Query{}, 0, err
 	}
 	from := ` FROM workflow_runs` + s.d.useIndex(runListIndex(p.Workflow != "", p.Schedule != "", len(statuses) > 0))
 	// seek returns the statement that reads cols of the page's first
