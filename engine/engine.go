@@ -42,7 +42,7 @@ type Engine struct {
 	wg        sync.WaitGroup // reconciler, scheduler
 	fetchDone chan struct{}  // closed when the fetch loop has ended
 	handlers  sync.WaitGroup // running steps
-	slots     *slotPool // nil on a node without workers
+	slots     *slotPool      // nil on a node without workers
 
 	completions chan *completion // to the committers (batch.go)
 	stopCommit  chan struct{}
