@@ -1,21 +1,17 @@
 package dag
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/dagflow/dagflow/internal/yamlwalk"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -59,10 +55,10 @@ var (
 // validation error is reachable with errors.As(err, **ValidationError) and
 // its sentinel with errors.Is.
 func LoadYAML(data []byte, filename string, reg *steps.Registry) (*Workflow, error) {
-	l := &loader{file: filename, reg: reg}
-	root, err := l.document(data)
-	if err != nil {
-		return nil, err
+	l := newLoader(filename, reg)
+	root := l.Document(data, "a mapping with name and steps", "one workflow per file")
+	if root == nil {
+		return nil, l.Err()
 	}
 	w, err := l.workflow(root)
 	if err != nil {
@@ -136,192 +132,38 @@ func loadFS(fsys fs.FS, reg *steps.Registry, display func(string) string) ([]*Wo
 	return out, nil
 }
 
-// loader walks the YAML node tree, so that every problem has a line and
-// column and unknown fields are caught.
+// loader walks the YAML node tree (with the strict walker shared with the
+// schedules loader), so that every problem has a line and column and
+// unknown fields are caught.
 type loader struct {
-	file string
-	reg  *steps.Registry
-	errs []error
+	yamlwalk.Walker
+	reg *steps.Registry
 }
 
-func (l *loader) fail(n *yaml.Node, field string, err error) {
-	e := &YAMLError{File: l.file, Field: field, Err: err, ours: true}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+func newLoader(file string, reg *steps.Registry) *loader {
+	l := &loader{reg: reg}
+	l.UnknownField = ErrUnknownField
+	l.NewError = func(line, column int, field string, err error) error {
+		return &YAMLError{File: file, Line: line, Column: column, Field: field, Err: err, ours: true}
 	}
-	l.errs = append(l.errs, e)
-}
-
-func (l *loader) failf(n *yaml.Node, field, format string, args ...any) {
-	l.fail(n, field, fmt.Errorf(format, args...))
-}
-
-func (l *loader) err() error {
-	switch len(l.errs) {
-	case 0:
-		return nil
-	case 1:
-		return l.errs[0]
-	}
-	return errors.Join(l.errs...)
-}
-
-// document parses data and returns the top-level mapping.
-func (l *loader) document(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			l.fail(nil, "", errors.New("empty document"))
-			return nil, l.err()
-		}
-		l.syntax(err)
-		return nil, l.err()
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		l.failf(&extra, "", "more than one YAML document (one workflow per file)")
-		return nil, l.err()
-	}
-	root := resolve(&doc)
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			l.fail(root, "", errors.New("empty document"))
-			return nil, l.err()
-		}
-		root = resolve(root.Content[0])
-	}
-	if root.Kind != yaml.MappingNode {
-		l.failf(root, "", "want a mapping with name and steps, got %s", kindName(root))
-		return nil, l.err()
-	}
-	return root, nil
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntax reports a parse error, with its line when yaml.v3 gives one.
-func (l *loader) syntax(err error) {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		l.errs = append(l.errs, &YAMLError{File: l.file, Line: line, Err: errors.New(m[2]), ours: true})
-		return
-	}
-	l.fail(nil, "", err)
-}
-
-// resolve follows aliases (bounded, in case of a cycle). It never returns
-// nil: a missing node reads as null.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
-		n = n.Alias
-	}
-	if n == nil {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-	}
-	return n
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "null"
-		}
-		return strconv.Quote(n.Value)
-	}
-	return "an alias"
-}
-
-// fields iterates a mapping's key/value pairs, reporting unknown and
-// repeated keys. field is the path of the mapping, for messages.
-func (l *loader) fields(m *yaml.Node, field string, known []string, fn func(key string, k, v *yaml.Node)) {
-	seen := make(map[string]bool)
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := resolve(m.Content[i]), resolve(m.Content[i+1])
-		if k == nil || v == nil {
-			continue
-		}
-		path := join(field, k.Value)
-		if k.Kind != yaml.ScalarNode || !slices.Contains(known, k.Value) {
-			l.fail(k, path, fmt.Errorf("%w (want one of %v)", ErrUnknownField, known))
-			continue
-		}
-		if seen[k.Value] {
-			l.failf(k, path, "repeated field")
-			continue
-		}
-		seen[k.Value] = true
-		fn(k.Value, k, v)
-	}
-}
-
-func join(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
-
-// str decodes a scalar string.
-func (l *loader) str(n *yaml.Node, field string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		l.failf(n, field, "want a string, got %s", kindName(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
-func (l *loader) integer(n *yaml.Node, field string) (int, bool) {
-	var v int
-	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
-		l.failf(n, field, "want an integer, got %s", kindName(n))
-		return 0, false
-	}
-	return v, true
-}
-
-func (l *loader) float(n *yaml.Node, field string) (float64, bool) {
-	var v float64
-	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
-		l.failf(n, field, "want a number, got %s", kindName(n))
-		return 0, false
-	}
-	return v, true
-}
-
-func (l *loader) duration(n *yaml.Node, field string) (time.Duration, bool) {
-	s, ok := l.str(n, field)
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		l.failf(n, field, "want a duration like \"30s\" or \"1m30s\", got %q", s)
-		return 0, false
-	}
-	return d, true
+	return l
 }
 
 // names decodes a step name or a list of them.
 func (l *loader) names(n *yaml.Node, field string) []string {
 	if n.Kind == yaml.ScalarNode {
-		if s, ok := l.str(n, field); ok {
+		if s, ok := l.Str(n, field); ok {
 			return []string{s}
 		}
 		return nil
 	}
-	if n.Kind != yaml.SequenceNode {
-		l.failf(n, field, "want a step name or a list of them, got %s", kindName(n))
+	items, ok := l.List(n, field, "a step name or a list of them")
+	if !ok {
 		return nil
 	}
 	var out []string
-	for i, c := range n.Content {
-		if s, ok := l.str(resolve(c), fmt.Sprintf("%s[%d]", field, i)); ok {
+	for i, c := range items {
+		if s, ok := l.Str(c, fmt.Sprintf("%s[%d]", field, i)); ok {
 			out = append(out, s)
 		}
 	}
@@ -329,7 +171,7 @@ func (l *loader) names(n *yaml.Node, field string) []string {
 }
 
 func (l *loader) handler(n *yaml.Node, field string) steps.Handler {
-	name, ok := l.str(n, field)
+	name, ok := l.Str(n, field)
 	if !ok {
 		return nil
 	}
@@ -338,30 +180,29 @@ func (l *loader) handler(n *yaml.Node, field string) steps.Handler {
 			return h
 		}
 	}
-	l.fail(n, field, fmt.Errorf("%w %q (not in the registry)", ErrUnknownHandler, name))
+	l.Fail(n, field, fmt.Errorf("%w %q (not in the registry)", ErrUnknownHandler, name))
 	return nil
 }
 
 func (l *loader) retry(n *yaml.Node, field string) RetryPolicy {
 	var p RetryPolicy
-	if n.Kind != yaml.MappingNode {
-		l.failf(n, field, "want a mapping, got %s", kindName(n))
+	if !l.Mapping(n, field, "a mapping") {
 		return p
 	}
 	known := []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter"}
-	l.fields(n, field, known, func(key string, _, v *yaml.Node) {
-		f := join(field, key)
+	l.Fields(n, field, known, func(key string, _, v *yaml.Node) {
+		f := yamlwalk.Join(field, key)
 		switch key {
 		case "max_attempts":
-			p.MaxAttempts, _ = l.integer(v, f)
+			p.MaxAttempts, _ = l.Int(v, f)
 		case "initial_backoff":
-			p.InitialBackoff, _ = l.duration(v, f)
+			p.InitialBackoff, _ = l.Duration(v, f)
 		case "max_backoff":
-			p.MaxBackoff, _ = l.duration(v, f)
+			p.MaxBackoff, _ = l.Duration(v, f)
 		case "multiplier":
-			p.Multiplier, _ = l.float(v, f)
+			p.Multiplier, _ = l.Float(v, f)
 		case "jitter":
-			if j, ok := l.float(v, f); ok {
+			if j, ok := l.Float(v, f); ok {
 				p.Jitter = j
 				if j == 0 {
 					p.Jitter = NoJitter
@@ -390,65 +231,64 @@ func (l *loader) workflow(root *yaml.Node) (*Workflow, error) {
 		b        = &Builder{}
 	)
 	known := []string{"name", "version", "defaults", "steps"}
-	l.fields(root, "", known, func(key string, k, v *yaml.Node) {
+	l.Fields(root, "", known, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
-			name, _ = l.str(v, key)
+			name, _ = l.Str(v, key)
 			nameNode = v
 		case "version":
-			if ver, ok := l.integer(v, key); ok {
+			if ver, ok := l.Int(v, key); ok {
 				opts = append(opts, Version(ver))
 			}
 		case "defaults":
 			opts = append(opts, l.defaults(v)...)
 		case "steps":
 			stepsSet = true
-			if v.Kind != yaml.SequenceNode {
-				l.failf(v, key, "want a list of steps, got %s", kindName(v))
+			items, ok := l.List(v, key, "a list of steps")
+			if !ok {
 				return
 			}
-			for i, sn := range v.Content {
-				if d, ok := l.step(b, resolve(sn), fmt.Sprintf("steps[%d]", i)); ok {
+			for i, sn := range items {
+				if d, ok := l.step(b, sn, fmt.Sprintf("steps[%d]", i)); ok {
 					decls = append(decls, d)
 				}
 			}
 		}
 	})
 	if nameNode == root {
-		l.fail(root, "name", fmt.Errorf("%w: the workflow needs a name", ErrMissingField))
+		l.Fail(root, "name", fmt.Errorf("%w: the workflow needs a name", ErrMissingField))
 	}
 	if !stepsSet {
-		l.fail(root, "steps", fmt.Errorf("%w: the workflow needs steps", ErrMissingField))
+		l.Fail(root, "steps", fmt.Errorf("%w: the workflow needs steps", ErrMissingField))
 	}
-	if err := l.err(); err != nil {
+	if err := l.Err(); err != nil {
 		return nil, err
 	}
 	b.name, b.opts = name, opts
 	w, err := b.Build()
 	if err != nil {
 		l.locate(err, root, nameNode, decls)
-		return nil, l.err()
+		return nil, l.Err()
 	}
 	return w, nil
 }
 
 func (l *loader) defaults(n *yaml.Node) []WorkflowOption {
-	if n.Kind != yaml.MappingNode {
-		l.failf(n, "defaults", "want a mapping, got %s", kindName(n))
+	if !l.Mapping(n, "defaults", "a mapping") {
 		return nil
 	}
 	var opts []WorkflowOption
-	l.fields(n, "defaults", []string{"retry", "timeout", "queue"}, func(key string, _, v *yaml.Node) {
+	l.Fields(n, "defaults", []string{"retry", "timeout", "queue"}, func(key string, _, v *yaml.Node) {
 		f := "defaults." + key
 		switch key {
 		case "retry":
 			opts = append(opts, DefaultRetry(l.retry(v, f)))
 		case "timeout":
-			if d, ok := l.duration(v, f); ok {
+			if d, ok := l.Duration(v, f); ok {
 				opts = append(opts, DefaultTimeout(d))
 			}
 		case "queue":
-			if q, ok := l.str(v, f); ok {
+			if q, ok := l.Str(v, f); ok {
 				opts = append(opts, DefaultQueue(q))
 			}
 		}
@@ -458,8 +298,7 @@ func (l *loader) defaults(n *yaml.Node) []WorkflowOption {
 
 func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 	d := stepNode{node: n, path: path, fields: make(map[string]*yaml.Node)}
-	if n.Kind != yaml.MappingNode {
-		l.failf(n, path, "want a step mapping, got %s", kindName(n))
+	if !l.Mapping(n, path, "a step mapping") {
 		return d, false
 	}
 	var (
@@ -468,13 +307,13 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		ok   = true
 	)
 	known := []string{"name", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue"}
-	l.fields(n, path, known, func(key string, k, v *yaml.Node) {
+	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
-		before := len(l.errs)
+		before := l.Problems()
 		switch key {
 		case "name":
-			d.name, _ = l.str(v, f)
+			d.name, _ = l.Str(v, f)
 		case "handler":
 			h = l.handler(v, f)
 		case "after":
@@ -482,29 +321,29 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		case "needs":
 			opts = append(opts, Needs(l.names(v, f)...))
 		case "when":
-			if s, ok := l.str(v, f); ok {
+			if s, ok := l.Str(v, f); ok {
 				opts = append(opts, When(s))
 			}
 		case "retry":
 			opts = append(opts, Retry(l.retry(v, f)))
 		case "timeout":
-			if t, ok := l.duration(v, f); ok {
+			if t, ok := l.Duration(v, f); ok {
 				opts = append(opts, Timeout(t))
 			}
 		case "compensate":
 			opts = append(opts, Compensate(l.handler(v, f)))
 		case "queue":
-			if q, ok := l.str(v, f); ok {
+			if q, ok := l.Str(v, f); ok {
 				opts = append(opts, Queue(q))
 			}
 		}
-		if len(l.errs) > before {
+		if l.Problems() > before {
 			ok = false
 		}
 	})
 	for _, req := range []string{"name", "handler"} {
 		if d.fields[req] == nil {
-			l.fail(n, path+"."+req, fmt.Errorf("%w: every step needs a %s", ErrMissingField, req))
+			l.Fail(n, path+"."+req, fmt.Errorf("%w: every step needs a %s", ErrMissingField, req))
 			ok = false
 		}
 	}
@@ -528,21 +367,21 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 	for _, e := range list {
 		var ve *ValidationError
 		if !errors.As(e, &ve) {
-			l.fail(root, "", e)
+			l.Fail(root, "", e)
 			continue
 		}
 		if ve.Step == "" {
 			switch {
 			case errors.Is(ve, ErrInvalidName) && ve.Reason != "" && nameNode != root && !isQueueReason(ve):
-				l.fail(nameNode, "name", ve)
+				l.Fail(nameNode, "name", ve)
 			case errors.Is(ve, ErrEmptyWorkflow) || errors.Is(ve, ErrTooManySteps):
-				l.fail(root, "steps", ve)
+				l.Fail(root, "steps", ve)
 			case strings.Contains(ve.Reason, "default"):
-				l.fail(root, "defaults", ve)
+				l.Fail(root, "defaults", ve)
 			case strings.HasPrefix(ve.Reason, "version"):
-				l.fail(root, "version", ve)
+				l.Fail(root, "version", ve)
 			default:
-				l.fail(root, "", ve)
+				l.Fail(root, "", ve)
 			}
 			continue
 		}
@@ -564,7 +403,7 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 			}
 		}
 		if idx < 0 {
-			l.fail(root, "", ve)
+			l.Fail(root, "", ve)
 			continue
 		}
 		d := decls[idx]
@@ -594,7 +433,7 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 		if v := d.fields[key]; v != nil {
 			field, node = d.path+"."+key, v
 		}
-		l.fail(node, field, ve)
+		l.Fail(node, field, ve)
 	}
 }
 

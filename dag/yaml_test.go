@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/steps"
@@ -234,15 +235,21 @@ func TestLoadYAMLNilRegistry(t *testing.T) {
 	}
 }
 
+// Anchors and aliases work for every value: mappings, scalars, lists
+// and whole list items (the schedules loader shares the walker; see
+// cron's TestParseSchedulesAliases).
 func TestLoadYAMLAliases(t *testing.T) {
 	src := `name: order
 defaults:
   retry: &fast {max_attempts: 2, initial_backoff: 10ms, max_backoff: 1s}
 steps:
   - name: a
-    handler: order.ship
+    handler: &ship order.ship
     retry: *fast
-  - {name: b, handler: order.ship, after: a}
+    queue: &q stock
+  - {name: b, handler: *ship, after: &deps [a], queue: *q}
+  - {name: c, handler: *ship, needs: *deps, timeout: &t 3s}
+  - &last {name: d, handler: *ship, after: [b, c], timeout: *t}
 `
 	w, err := dag.LoadYAML([]byte(src), "order.yaml", registry(t))
 	if err != nil {
@@ -250,6 +257,30 @@ steps:
 	}
 	if got := w.Step("a").Retry.MaxAttempts; got != 2 {
 		t.Errorf("MaxAttempts = %d, want 2", got)
+	}
+	type step struct {
+		Queue   string
+		Deps    []string
+		Timeout time.Duration
+	}
+	got := map[string]step{}
+	for _, s := range w.Steps() {
+		got[s.Name] = step{s.Queue, s.Deps, s.Timeout}
+	}
+	want := map[string]step{
+		"a": {"stock", nil, dag.DefaultStepTimeout},
+		"b": {"stock", []string{"a"}, dag.DefaultStepTimeout},
+		"c": {dag.DefaultQueueName, []string{"a"}, 3 * time.Second},
+		"d": {dag.DefaultQueueName, []string{"b", "c"}, 3 * time.Second},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("steps mismatch (-want +got):\n%s", diff)
+	}
+
+	// An aliased item is the same step again.
+	_, err = dag.LoadYAML([]byte(src+"  - *last\n"), "order.yaml", registry(t))
+	if !errors.Is(err, dag.ErrDuplicateStep) {
+		t.Errorf("aliased step item: %v, want ErrDuplicateStep", err)
 	}
 }
 
