@@ -72,6 +72,15 @@
 // resuming it does not fire the ticks of the pause. [Scheduler.Trigger]
 // starts a run at once, outside the ticks and the overlap policy.
 //
+// # Schedules files
+//
+// [ParseSchedules] and [LoadSchedules] read schedules from YAML files (the
+// engine's LoadSchedules declares what they return). They read strictly,
+// with the walker the workflow loader of package dag uses: unknown and
+// repeated fields, wrong types and invalid values are *dag.YAMLError
+// values located by file, line and column, and anchors and aliases work
+// as in workflow files.
+//
 // This package does not import the engine: it starts runs through the
 // small [Starter] interface, which the engine implements.
 package cron

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/dagflow/dagflow/cron"
@@ -52,11 +53,8 @@ func CatchUp(p cron.CatchUp, window time.Duration) ScheduleOption {
 // name must match ^[A-Za-z][A-Za-z0-9_-]{0,63}$. An invalid spec or time
 // zone is a *cron.SpecError naming the schedule and the value.
 func (e *Engine) Schedule(name, spec, workflow string, input any, opts ...ScheduleOption) error {
-	if e.state.Load() != 0 {
-		if e.stopped() {
-			return ErrStopped
-		}
-		return fmt.Errorf("engine: schedule %q: declare schedules before Start: %w", name, ErrAlreadyStarted)
+	if err := e.declarable(name); err != nil {
+		return err
 	}
 	raw, err := encodeInput(input)
 	if err != nil {
@@ -73,7 +71,60 @@ func (e *Engine) Schedule(name, spec, workflow string, input any, opts ...Schedu
 	for _, opt := range opts {
 		opt(&sc)
 	}
-	if _, err := cron.Parse(name, spec, sc.TimeZone); err != nil {
+	return e.declare(sc)
+}
+
+// LoadSchedules declares (as Schedule does) the schedules of every *.yaml
+// and *.yml file at the root of fsys, in file name order. Keep them in a
+// directory of their own beside the workflows (dag.LoadFS reads every
+// YAML file of its directory as a workflow). A file holds one top-level
+// list:
+//
+//	schedules:
+//	  - name: nightly-settlement   # required
+//	    spec: "0 2 * * *"          # required: a cron spec (package cron)
+//	    workflow: settlement       # required
+//	    time_zone: Europe/Berlin   # default UTC
+//	    input: {region: eu}        # any YAML value, passed as JSON
+//	    overlap: skip              # allow (default), skip, buffer_one
+//	    catch_up: latest           # none, latest (default), all
+//	    catch_up_window: 6h        # Go duration; default no limit
+//
+// Unknown fields, wrong types and invalid values are errors; each is a
+// *dag.YAMLError with the file, line and field (several are joined).
+// The files are read by cron.LoadSchedules; when any has a problem, no
+// schedule is declared.
+func (e *Engine) LoadSchedules(fsys fs.FS) error {
+	list, err := cron.LoadSchedules(fsys)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sc := range list {
+		errs = append(errs, e.declare(sc))
+	}
+	return errors.Join(errs...)
+}
+
+// declarable refuses declarations once the engine started.
+func (e *Engine) declarable(name string) error {
+	if e.state.Load() != 0 {
+		if e.stopped() {
+			return ErrStopped
+		}
+		return fmt.Errorf("engine: schedule %q: declare schedules before Start: %w", name, ErrAlreadyStarted)
+	}
+	return nil
+}
+
+// declare validates a schedule and adds it to this node's declarations,
+// which Start stores.
+func (e *Engine) declare(sc persistence.Schedule) error {
+	if err := e.declarable(sc.Name); err != nil {
+		return err
+	}
+	name := sc.Name
+	if _, err := cron.Parse(name, sc.Spec, sc.TimeZone); err != nil {
 		return err
 	}
 	if !cron.Overlap(sc.Overlap).Valid() {
@@ -85,7 +136,7 @@ func (e *Engine) Schedule(name, spec, workflow string, input any, opts ...Schedu
 	if sc.CatchUpWindow < 0 {
 		return fmt.Errorf("engine: schedule %q: negative catch-up window %v", name, sc.CatchUpWindow)
 	}
-	if workflow == "" {
+	if sc.Workflow == "" {
 		return fmt.Errorf("engine: schedule %q: no workflow", name)
 	}
 	e.schedMu.Lock()

@@ -519,7 +519,7 @@ func TestLoadSchedules(t *testing.T) {
 		"nightly.yaml": {Data: []byte(`schedules:
   - name: nightly-settlement
     spec: "0 2 * * *"
-    workflow: settlement
+    workflow: &wf settlement
     time_zone: Europe/Berlin
     input: {region: eu, days: [1, 2]}
     overlap: buffer_one
@@ -527,7 +527,7 @@ func TestLoadSchedules(t *testing.T) {
     catch_up_window: 6h
   - name: stock-sync
     spec: "@every 10m"
-    workflow: settlement
+    workflow: *wf
 `)},
 	}
 	wf := quickWorkflow(t, "settlement")
@@ -550,11 +550,12 @@ func TestLoadSchedules(t *testing.T) {
 		yaml string
 		want string
 	}{
-		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    cron: \"@daily\"\n", "engine: bad.yaml:5:5: schedules[0].cron: unknown field"},
-		{"schedules:\n  - name: x\n    workflow: w\n", "engine: bad.yaml:2:5: schedules[0].spec: missing field"},
-		{"schedules:\n  - name: x\n    spec: \"0 25 * * *\"\n    workflow: w\n", `engine: bad.yaml:2:5: schedules[0]: cron: schedule "x": invalid spec "0 25 * * *"`},
-		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    catch_up: sometimes\n", `engine: bad.yaml:5:15: schedules[0].catch_up: unknown catch-up policy "sometimes"`},
-		{"workflows: []\n", "engine: bad.yaml:1:1: workflows: unknown field"},
+		// The files are parsed by package cron, whose errors say so.
+		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    cron: \"@daily\"\n", "cron: bad.yaml:5:5: schedules[0].cron: unknown field"},
+		{"schedules:\n  - name: x\n    workflow: w\n", "cron: bad.yaml:2:5: schedules[0].spec: missing field"},
+		{"schedules:\n  - name: x\n    spec: \"0 25 * * *\"\n    workflow: w\n", `cron: bad.yaml:3:11: schedules[0].spec: schedule "x": invalid spec "0 25 * * *"`},
+		{"schedules:\n  - name: x\n    spec: \"@daily\"\n    workflow: w\n    catch_up: sometimes\n", `cron: bad.yaml:5:15: schedules[0].catch_up: unknown catch-up policy "sometimes"`},
+		{"workflows: []\n", "cron: bad.yaml:1:1: workflows: unknown field"},
 	}
 	for _, b := range bad {
 		e, err := engine.New(engine.Config{Store: c.store, Redis: c.redis, Prefix: c.prefix})
@@ -568,4 +569,18 @@ func TestLoadSchedules(t *testing.T) {
 		}
 		stopNode(t, e)
 	}
+
+	// A file's schedule that clashes with one declared in Go is refused
+	// by the engine, like a second Schedule call.
+	e2, err := engine.New(engine.Config{Store: c.store, Redis: c.redis, Prefix: c.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Schedule("stock-sync", "@hourly", "settlement", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.LoadSchedules(fsys); !errors.Is(err, engine.ErrDuplicateSchedule) {
+		t.Errorf("LoadSchedules after Schedule of the same name: %v, want ErrDuplicateSchedule", err)
+	}
+	stopNode(t, e2)
 }
