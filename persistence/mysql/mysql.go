@@ -177,7 +177,7 @@ func isRetryable(err error) bool {
 }
 
 // Migrate applies the pending migrations.
-func (s *Store) Migrate(ctx context.Context) error { return migrateDB(ctx, s.DB()) }
+func (s *Store) Migrate(ctx context.Context) error { return migrateDB(ctx, s.DB(), 0) }
 
 // Migrate applies the pending migrations to the database named in dsn.
 func Migrate(ctx context.Context, dsn string) error {
@@ -190,7 +190,7 @@ func Migrate(ctx context.Context, dsn string) error {
 		return fmt.Errorf("mysql: open: %w", err)
 	}
 	defer db.Close()
-	return migrateDB(ctx, db)
+	return migrateDB(ctx, db, 0)
 }
 
 // MigrationTable is the table in which goose records applied versions.
@@ -203,8 +203,9 @@ const MigrationTable = "dagflow_migrations"
 // Up: Up first checks for pending migrations without a session locker,
 // and that check creates the version table; under goose's own session
 // locker a second migration could find the table before its zero-version
-// row and fail with "missing zero version migration".
-func migrateDB(ctx context.Context, db *sql.DB) (err error) {
+// row and fail with "missing zero version migration". A positive to stops
+// at that version (for the upgrade tests); 0 applies them all.
+func migrateDB(ctx context.Context, db *sql.DB, to int64) (err error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("mysql: migrations: %w", err)
@@ -230,7 +231,12 @@ func migrateDB(ctx context.Context, db *sql.DB) (err error) {
 			err = fmt.Errorf("mysql: migration unlock: %w", uerr)
 		}
 	}()
-	if _, err := p.Up(ctx); err != nil {
+	if to > 0 {
+		_, err = p.UpTo(ctx, to)
+	} else {
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("mysql: migrate: %w", err)
 	}
 	return nil

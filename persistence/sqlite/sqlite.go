@@ -128,7 +128,10 @@ func isRetryable(err error) bool {
 const MigrationTable = "dagflow_migrations"
 
 // Migrate applies the pending migrations.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx, 0) }
+
+// migrate applies the migrations up to version to (0: all of them).
+func (s *Store) migrate(ctx context.Context, to int64) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
@@ -139,7 +142,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if to > 0 {
+		_, err = p.UpTo(ctx, to)
+	} else {
+		_, err = p.Up(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	return nil

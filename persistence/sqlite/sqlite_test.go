@@ -107,3 +107,21 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Error("Open with no path succeeded")
 	}
 }
+
+// TestUpgradeRunningAttempts: a database migrated by the version before
+// 00005, with attempts in progress in the old format, upgrades to the one
+// history format without losing any of it.
+func TestUpgradeRunningAttempts(t *testing.T) {
+	storetest.RunUpgradeRunningAttempts(t, func(t *testing.T) (persistence.Store, *sql.DB, func() error) {
+		ctx := context.Background()
+		s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db")})
+		if err != nil {
+			t.Fatalf("sqlite.Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.MigrateTo(ctx, 4); err != nil {
+			t.Fatalf("migrating to 4: %v", err)
+		}
+		return s, s.DB(), func() error { return s.Migrate(ctx) }
+	})
+}

@@ -64,7 +64,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			return err
 		}
 		// The writes, with the COMMIT in one round trip on MySQL.
-		writes := append(s.writeSteps(b.byKey, b.changed), s.endedStmts(b.ended)...)
+		writes := s.writeSteps(b.byKey, b.changed)
 		if len(finished) > 0 {
 			slices.Sort(finished)
 			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
@@ -114,7 +114,6 @@ type completionBatch struct {
 	budget    *claimBudget
 	// changed holds the rows this batch changes, as they were read.
 	changed   map[stepKey]stepWas
-	ended     []endedAttempt
 	lastOfRun map[string]int // the last item of each run
 	claims    []releaseClaimed
 }
@@ -202,14 +201,8 @@ func (b *completionBatch) complete(i int, p persistence.StepCompleteParams, now 
 	if p.Skipped {
 		status = persistence.StepSkipped
 	}
-	if !r.ClaimedAt.Valid {
-		// Claimed before the step row held its attempt: its attempt row
-		// exists and is finished by an update.
-		b.ended = append(b.ended, attemptEnd(r, doneOutcome(status), "", now))
-	}
-	// Otherwise the step row keeps the ended attempt (number, worker,
-	// claimed_at, finished_at) and no attempt row is written: see
-	// heldAttempt.
+	// The step row keeps the ended attempt (number, worker, claimed_at,
+	// finished_at) and no attempt row is written: see heldAttempt.
 	b.touch(k, r)
 	r.Status = string(status)
 	r.Output = nonEmpty(p.Output)

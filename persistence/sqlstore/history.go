@@ -74,9 +74,6 @@ type endedAttempt struct {
 	msg      string
 	started  time.Time
 	finished *time.Time
-	// legacy: claimed before the step row held its attempt (migration
-	// 00005 MySQL / 00004 SQLite), so its row exists and is updated.
-	legacy bool
 }
 
 // attemptEnd describes the forward attempt that r (as locked, before this
@@ -84,7 +81,7 @@ type endedAttempt struct {
 func attemptEnd(r *stepRow, outcome persistence.AttemptOutcome, msg string, now time.Time) endedAttempt {
 	return endedAttempt{
 		stepKey: stepKey{r.RunID, r.Step}, attempt: r.Attempt, worker: r.Worker, fence: r.Fence,
-		outcome: outcome, msg: msg, started: r.ClaimedAt.T, finished: &now, legacy: !r.ClaimedAt.Valid,
+		outcome: outcome, msg: msg, started: r.ClaimedAt.T, finished: &now,
 	}
 }
 
@@ -93,28 +90,18 @@ func (s *Store) recordEnded(ctx context.Context, q querier, ended []endedAttempt
 	return s.execAll(ctx, q, s.endedStmts(ended)...)
 }
 
-// endedStmts returns the statements that record ended forward attempts:
-// one INSERT for all of them, and an UPDATE of its running row for a
-// legacy one.
+// endedStmts returns the statement that records ended forward attempts:
+// one INSERT for all of them. (Attempts in progress are on their step
+// rows, in every database: the migration after the one that put them
+// there moved older ones off their 'running' rows.)
 func (s *Store) endedStmts(ended []endedAttempt) []stmt {
-	var out []stmt
 	var rows [][]any
 	for _, e := range ended {
-		if e.legacy {
-			if e.outcome == persistence.OutcomeRunning {
-				continue // its row already says so
-			}
-			out = append(out, stmt{`UPDATE step_attempts SET outcome = ?, error = ?, finished_at = ?
-				WHERE run_id = ? AND step = ? AND kind = ? AND fence = ? AND outcome = ?`,
-				[]any{string(e.outcome), nullString(e.msg), s.tp(e.finished), e.run, e.step,
-					string(persistence.AttemptForward), e.fence, string(persistence.OutcomeRunning)}})
-			continue
-		}
 		rows = append(rows, []any{e.run, e.step, string(persistence.AttemptForward), e.attempt, e.worker, e.fence,
 			string(e.outcome), nullString(e.msg), s.t(norm(e.started)), s.tp(e.finished)})
 	}
-	return append(out, valuesStmts(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `,
-		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", rows)...)
+	return valuesStmts(`INSERT INTO step_attempts (run_id, step, kind, attempt, worker, fence, outcome, error, started_at, finished_at) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", rows)
 }
 
 // recordHeld writes the rows of the ended attempts that step rows (of one

@@ -91,7 +91,6 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunCreateMany", s.testRunCreateMany},
 		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
 		{"AttemptHistory", s.testAttemptHistory},
-		{"LegacyRunningAttempts", s.testLegacyAttempts},
 		{"HeldAttempts", s.testHeldAttempts},
 		{"EndedAttemptRows", s.testEndedAttemptRows},
 		{"BatchesOfLargePayloads", s.testLargeBatches},
