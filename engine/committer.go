@@ -61,6 +61,8 @@ type completionResult struct {
 // again for up to half a lease, so a short database outage does not make a
 // finished step run again.
 func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+	// A real wait, not the engine's time: with a fake clock that stands
+	// still, an outage must still end the tries.
 	deadline := time.Now().Add(e.cfg.Lease / 2)
 	backoff := 50 * time.Millisecond
 	for {

@@ -13,8 +13,12 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// Clock tells the engine the time. The engine, its retries and its queue
-// never call time.Now directly, so tests can drive time (see enginetest).
+// Clock tells the engine the time. Every time the engine writes or
+// compares — due times, leases, retries, schedules, the queue's — comes
+// from it, so tests can drive time (see enginetest). Only real waits are
+// timed by Go's timers and monotonic clock: how long a completion is
+// tried again against a store that does not answer, and the pauses
+// between tries.
 type Clock interface {
 	Now() time.Time
 }

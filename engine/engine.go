@@ -169,9 +169,23 @@ func (e *Engine) Workflows() []string {
 	return names
 }
 
-// Start stores the declared schedules, then starts the workers, the
-// reconciler and the scheduler. It returns at once; the engine runs until
-// Stop. ctx only bounds the start itself.
+// Start stores the declared schedules, then starts the engine's
+// components (docs/architecture.md draws them), each in its goroutine:
+//
+//   - the committers (committer.go) record the outcomes that handlers
+//     send them, a batch per transaction, and claim released steps into
+//     free slots;
+//   - the trigger loop (trigger.go) creates the runs of Trigger calls, a
+//     batch per transaction, and claims root steps into free slots;
+//   - the fetcher (fetcher.go) dequeues tasks while the slot pool
+//     (slots.go) has room, claims them and starts a goroutine per step
+//     (step.go), whose outcome goes to the committers (outcome.go);
+//   - the reconciler (reconcile.go) refills Redis from the store;
+//   - the clock check (health.go) stops claims on a skewed node;
+//   - the scheduler (schedule.go) fires schedules through Trigger.
+//
+// It returns at once; the engine runs until Stop, which ends them in the
+// reverse order. ctx only bounds the start itself.
 func (e *Engine) Start(ctx context.Context) error {
 	if !e.state.CompareAndSwap(0, 1) {
 		if e.state.Load() == 2 {
