@@ -173,10 +173,10 @@ func Queue(name string) StepOption {
 
 // Build validates the declaration and returns the immutable workflow.
 //
-// Every problem found is reported, each as a *[ValidationError] wrapping
+// Every problem found is reported, each as a *[DefinitionError] wrapping
 // one of the sentinels (ErrInvalidName, ErrEmptyWorkflow, ErrTooManySteps,
-// ErrDuplicateStep, ErrNilHandler, ErrInvalidOption, ErrSelfDependency,
-// ErrUnknownDependency, ErrCycle, ErrBadCondition). A single problem is
+// ErrDuplicateStep, ErrStepWithoutHandler, ErrInvalidOption,
+// ErrSelfDependency, ErrUnknownDependency, ErrCycle, ErrBadCondition). A single problem is
 // returned as is; several are combined with errors.Join, so use errors.Is
 // and errors.As rather than a type assertion.
 func (b *Builder) Build() (*Workflow, error) {
@@ -295,10 +295,10 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 		v.add(d.name, ErrInvalidName, "invalid step name %q (%s)", d.name, nameRule)
 	}
 	if steps.IsNil(d.h) {
-		v.add(d.name, ErrNilHandler, "step %q: nil handler", d.name)
+		v.add(d.name, ErrStepWithoutHandler, "step %q: nil handler", d.name)
 	}
 	if c.compSet && steps.IsNil(c.comp) {
-		v.add(d.name, ErrNilHandler, "step %q: nil compensation handler", d.name)
+		v.add(d.name, ErrStepWithoutHandler, "step %q: nil compensation handler", d.name)
 		s.Compensation = nil
 	}
 	if err := s.Retry.check(); err != nil && defaultsOK {
@@ -333,7 +333,7 @@ type validator struct {
 }
 
 func (v *validator) add(step string, sentinel error, format string, args ...any) {
-	v.errs = append(v.errs, &ValidationError{
+	v.errs = append(v.errs, &DefinitionError{
 		Workflow: v.workflow,
 		Step:     step,
 		Reason:   fmt.Sprintf(format, args...),

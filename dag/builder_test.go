@@ -121,17 +121,17 @@ func TestBuildValidationErrors(t *testing.T) {
 			wantMsg: `dag: workflow "order": step "points": when "steps.ship.output.ok == true" refers to step "ship", which is not upstream of "points"`,
 		},
 		{
-			name: "nil handler", wantIs: dag.ErrNilHandler, wantStep: "ship",
+			name: "nil handler", wantIs: dag.ErrStepWithoutHandler, wantStep: "ship",
 			b:       dag.New("order").Step("ship", nil),
 			wantMsg: `dag: workflow "order": step "ship": nil handler`,
 		},
 		{
-			name: "nil HandlerFunc", wantIs: dag.ErrNilHandler, wantStep: "ship",
+			name: "nil HandlerFunc", wantIs: dag.ErrStepWithoutHandler, wantStep: "ship",
 			b:       dag.New("order").Step("ship", steps.HandlerFunc(nil)),
 			wantMsg: `dag: workflow "order": step "ship": nil handler`,
 		},
 		{
-			name: "nil compensation", wantIs: dag.ErrNilHandler, wantStep: "ship",
+			name: "nil compensation", wantIs: dag.ErrStepWithoutHandler, wantStep: "ship",
 			b:       dag.New("order").Step("ship", noop, dag.Compensate(nil)),
 			wantMsg: `dag: workflow "order": step "ship": nil compensation handler`,
 		},
@@ -181,12 +181,12 @@ func TestBuildValidationErrors(t *testing.T) {
 			if !errors.Is(err, tt.wantIs) {
 				t.Errorf("errors.Is(err, %v) = false", tt.wantIs)
 			}
-			var ve *dag.ValidationError
+			var ve *dag.DefinitionError
 			if !errors.As(err, &ve) {
-				t.Fatalf("errors.As(err, *ValidationError) = false for %T", err)
+				t.Fatalf("errors.As(err, *DefinitionError) = false for %T", err)
 			}
 			if ve.Step != tt.wantStep {
-				t.Errorf("ValidationError.Step = %q, want %q", ve.Step, tt.wantStep)
+				t.Errorf("DefinitionError.Step = %q, want %q", ve.Step, tt.wantStep)
 			}
 		})
 	}
@@ -206,7 +206,7 @@ func TestBuildReportsEveryProblem(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("Build() error\n got: %v\nwant: %s", err, want)
 	}
-	for _, target := range []error{dag.ErrNilHandler, dag.ErrDuplicateStep, dag.ErrUnknownDependency} {
+	for _, target := range []error{dag.ErrStepWithoutHandler, dag.ErrDuplicateStep, dag.ErrUnknownDependency} {
 		if !errors.Is(err, target) {
 			t.Errorf("errors.Is(err, %v) = false", target)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Sentinel errors wrapped by *[ValidationError]; branch on them with
+// Sentinel errors wrapped by *[DefinitionError]; branch on them with
 // errors.Is. Like every error of the package, their text starts with
 // "dag: "; the messages that wrap them name the workflow, the step and the
 // value instead of repeating it.
@@ -19,7 +19,9 @@ var (
 	ErrInvalidName       = errors.New("dag: invalid name")
 	ErrTooManySteps      = errors.New("dag: too many steps")
 	ErrBadCondition      = errors.New("dag: bad when condition")
-	ErrNilHandler        = errors.New("dag: nil handler")
+	// ErrStepWithoutHandler reports a step declared with a nil handler or
+	// a nil compensation handler.
+	ErrStepWithoutHandler = errors.New("dag: nil handler")
 	// ErrInvalidOption reports a retry policy, timeout or version out of
 	// range (negative durations, jitter above 1, a multiplier below 1...).
 	ErrInvalidOption = errors.New("dag: invalid option")
@@ -48,14 +50,14 @@ type sentinelError struct {
 func (e *sentinelError) Error() string { return e.msg }
 func (e *sentinelError) Unwrap() error { return e.sentinel }
 
-// ValidationError is one problem found while building a workflow. Its
+// DefinitionError is one problem found while building a workflow. Its
 // message names the workflow, the step (when there is one) and the
 // problem, like
 //
 //	dag: workflow "order": step "ship" depends on unknown step "pack"
 //
 // Err is one of the sentinels above (or wraps one), so errors.Is works.
-type ValidationError struct {
+type DefinitionError struct {
 	Workflow string
 	Step     string // empty for workflow-level problems
 	Reason   string // the human part of the message
@@ -63,16 +65,30 @@ type ValidationError struct {
 }
 
 // Error returns `dag: workflow "<name>": <reason>`.
-func (e *ValidationError) Error() string {
+func (e *DefinitionError) Error() string {
 	return fmt.Sprintf("dag: workflow %q: %s", e.Workflow, e.Reason)
 }
 
 // Unwrap returns the sentinel.
-func (e *ValidationError) Unwrap() error { return e.Err }
+func (e *DefinitionError) Unwrap() error { return e.Err }
+
+// Deprecated names, kept so code written against them still builds. They
+// are the same values and types as the new names, so errors.Is and
+// errors.As match either. The new names do not clash with the engine's,
+// the steps package's and the persistence package's.
+var (
+	// Deprecated: use [ErrStepWithoutHandler].
+	ErrNilHandler = ErrStepWithoutHandler
+	// Deprecated: use [ErrWorkflowDefinedTwice].
+	ErrDuplicateWorkflow = ErrWorkflowDefinedTwice
+)
+
+// Deprecated: use [DefinitionError].
+type ValidationError = DefinitionError
 
 // YAMLError is a problem in a YAML workflow file, located by file, line and
 // column. Field is the offending key path (like "steps[2].retry.jitter")
-// when there is one. Err is the cause: often a *[ValidationError] (the
+// when there is one. Err is the cause: often a *[DefinitionError] (the
 // workflow loaded but did not validate) or a sentinel.
 type YAMLError struct {
 	File   string

@@ -70,9 +70,9 @@ func TestErrorStyle(t *testing.T) {
 	}
 
 	for _, s := range []error{dag.ErrCycle, dag.ErrSelfDependency, dag.ErrUnknownDependency, dag.ErrDuplicateStep,
-		dag.ErrEmptyWorkflow, dag.ErrInvalidName, dag.ErrTooManySteps, dag.ErrBadCondition, dag.ErrNilHandler,
+		dag.ErrEmptyWorkflow, dag.ErrInvalidName, dag.ErrTooManySteps, dag.ErrBadCondition, dag.ErrStepWithoutHandler,
 		dag.ErrInvalidOption, dag.ErrUnknownHandler, dag.ErrEvalCondition, dag.ErrUnknownField,
-		dag.ErrMissingField, dag.ErrDuplicateWorkflow} {
+		dag.ErrMissingField, dag.ErrWorkflowDefinedTwice} {
 		if !strings.HasPrefix(s.Error(), "dag: ") {
 			t.Errorf("sentinel %q does not start with \"dag: \"", s)
 		}
@@ -85,5 +85,21 @@ func TestYAMLErrorMadeElsewhere(t *testing.T) {
 	err := &dag.YAMLError{File: "schedules.yaml", Line: 2, Column: 5, Field: "schedules[0].spec", Err: dag.ErrMissingField}
 	if got, want := err.Error(), "schedules.yaml:2:5: schedules[0].spec: missing field"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// The deprecated names are the new ones: errors.Is and errors.As match
+// either, whichever the caller and the package use.
+func TestDeprecatedNames(t *testing.T) {
+	if !errors.Is(dag.ErrStepWithoutHandler, dag.ErrNilHandler) {
+		t.Error("errors.Is(ErrStepWithoutHandler, ErrNilHandler) = false")
+	}
+	if !errors.Is(dag.ErrWorkflowDefinedTwice, dag.ErrDuplicateWorkflow) {
+		t.Error("errors.Is(ErrWorkflowDefinedTwice, ErrDuplicateWorkflow) = false")
+	}
+	var err error = &dag.DefinitionError{Workflow: "order", Reason: "r", Err: dag.ErrCycle}
+	var old *dag.ValidationError
+	if !errors.As(err, &old) || old.Workflow != "order" {
+		t.Errorf("errors.As(*DefinitionError, **ValidationError) = false or lost the workflow (%v)", old)
 	}
 }

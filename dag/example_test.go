@@ -54,8 +54,8 @@ func ExampleBuilder_Build() {
 	// dag: workflow "order": dependency cycle: reserve -> ship -> reserve
 }
 
-// Ready drives a run: which steps to queue, which to skip.
-func ExampleWorkflow_Ready() {
+// ShouldSkip is asked when a step with Needs dependencies is claimed.
+func ExampleWorkflow_ShouldSkip() {
 	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
 	w, _ := dag.New("order").
 		Step("reserve", h).
@@ -65,13 +65,16 @@ func ExampleWorkflow_Ready() {
 		Build()
 
 	// points' condition was false, so the engine skipped it.
-	run, skip := w.Ready(map[string]dag.Outcome{"reserve": dag.Succeeded, "points": dag.Skipped})
-	fmt.Println("run:", run, "skip:", skip)
+	outcomes := map[string]dag.Outcome{"reserve": dag.Succeeded, "points": dag.Skipped}
+	fmt.Println("email_points:", w.ShouldSkip("email_points", outcomes))
+	fmt.Println("ship:", w.ShouldSkip("ship", outcomes))
 	// Output:
-	// run: [ship] skip: [email_points]
+	// email_points: true
+	// ship: false
 }
 
-// Compensation runs backwards in waves; a wave may run in parallel.
+// Compensation runs backwards in waves; a wave may run in parallel. A
+// tool can list this plan; the engine walks it with CompensationReady.
 func ExampleWorkflow_CompensationOrder() {
 	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
 	w, _ := dag.New("order").

@@ -1,17 +1,14 @@
 package dag
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
-// Outcome is what the plan needs to know about a step of a run.
+// Outcome is what [Workflow.ShouldSkip] needs to know about a step of a
+// run: the engine maps the store's step statuses onto it.
 type Outcome int
 
 // Outcomes. A step missing from an outcomes map is Pending.
 const (
-	// Pending: not started yet (waiting for its dependencies). Ready
-	// returns a Pending step once its dependencies are done.
+	// Pending: not started yet (waiting for its dependencies).
 	Pending Outcome = iota
 	// Succeeded: done, its output available to its dependents.
 	Succeeded
@@ -20,9 +17,8 @@ const (
 	Skipped
 	// Failed: dead-lettered or cancelled; its dependents never run.
 	Failed
-	// InProgress: queued, running or retrying. Not done, and never
-	// returned by Ready (it is already on its way). Callers that do not
-	// track it may report such steps as Pending and filter Ready's result.
+	// InProgress: queued, running or retrying; not done. Callers that do
+	// not track it may report such steps as Pending.
 	InProgress
 )
 
@@ -47,56 +43,14 @@ func (o Outcome) String() string {
 // Skipped.
 func (o Outcome) Done() bool { return o == Succeeded || o == Skipped }
 
-// Ready says what to do next given the outcomes so far (a step missing
-// from the map is Pending). It looks at the Pending steps whose
-// dependencies are all done (Succeeded or Skipped):
-//
-//   - skip: those with a [Needs] dependency that was Skipped;
-//   - run: the others. Their [Step.EvalWhen] is still to be evaluated; a
-//     false condition makes the engine skip them, and Ready is called again.
-//
-// skip is closed under propagation: a step whose Needs dependency is in
-// skip is in skip too, and a step that is only [After] a step in skip is in
-// run. So the engine can mark every skip as skipped and queue every run in
-// one transaction. Both lists are in topological order ([Workflow.Order]).
-// A step with a Failed dependency is never returned.
-//
-// Steps that are not Pending (InProgress included) are in neither list.
-func (w *Workflow) Ready(outcomes map[string]Outcome) (run, skip []string) {
-	skipped := make(map[string]bool)
-	for _, name := range w.order {
-		if outcomes[name] != Pending {
-			continue
-		}
-		s := w.steps[w.index[name]]
-		ready, needsSkipped := true, false
-		for _, dep := range s.Deps {
-			o := outcomes[dep]
-			if skipped[dep] {
-				o = Skipped
-			}
-			if !o.Done() {
-				ready = false
-				break
-			}
-			if o == Skipped && slices.Contains(s.Needs, dep) {
-				needsSkipped = true
-			}
-		}
-		switch {
-		case !ready:
-		case needsSkipped:
-			skipped[name] = true
-			skip = append(skip, name)
-		default:
-			run = append(run, name)
-		}
-	}
-	return run, skip
-}
-
 // ShouldSkip reports whether step must be skipped because one of its
 // [Needs] dependencies was Skipped. It is false for an unknown step.
+//
+// The engine calls it when it claims a step that has Needs dependencies,
+// with the outcomes of the step's dependencies; a true result marks the
+// step skipped without running it, which is how a skip propagates down a
+// chain of Needs (the next step is claimed in turn and sees this one
+// skipped).
 func (w *Workflow) ShouldSkip(step string, outcomes map[string]Outcome) bool {
 	s := w.Step(step)
 	if s == nil {
@@ -120,6 +74,10 @@ func (w *Workflow) ShouldSkip(step string, outcomes map[string]Outcome) bool {
 // are ordering points only, and the engine marks them compensated without
 // running anything. Independent branches are returned together and may
 // be compensated in parallel.
+//
+// The engine calls it each time it advances a compensating run's saga,
+// with completed and compensated read from the store, and queues the
+// compensation of the steps it returns.
 func (w *Workflow) CompensationReady(completed, compensated map[string]bool) []string {
 	var ready []string
 	for k := len(w.order) - 1; k >= 0; k-- {
@@ -144,8 +102,14 @@ func (w *Workflow) CompensationReady(completed, compensated map[string]bool) []s
 
 // CompensationOrder returns the whole compensation plan for the given
 // completed steps as waves: every step of a wave may be compensated in
-// parallel once the previous waves are done. It is [CompensationReady]
-// applied until nothing is left.
+// parallel once the previous waves are done. It is
+// [Workflow.CompensationReady] applied until nothing is left.
+//
+// It is a planning helper for tools that show a workflow rather than run
+// it (listing what a failure at some point would undo, as an HTTP API or
+// a dashboard does). The engine does not call it: it advances a saga one
+// [Workflow.CompensationReady] at a time, from the steps' states in the
+// store.
 func (w *Workflow) CompensationOrder(completed map[string]bool) [][]string {
 	compensated := make(map[string]bool)
 	var waves [][]string

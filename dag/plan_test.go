@@ -111,87 +111,6 @@ func TestDependents(t *testing.T) {
 	}
 }
 
-func TestReady(t *testing.T) {
-	const (
-		P = dag.Pending
-		S = dag.Succeeded
-		K = dag.Skipped
-		F = dag.Failed
-		I = dag.InProgress
-	)
-	// chain of Needs: a <- b(needs a) <- c(needs b) <- d(after c)
-	needsChain := [][2]string{{"a", ""}, {"b", "!a"}, {"c", "!b"}, {"d", "c"}, {"e", "!d"}}
-	tests := []struct {
-		name     string
-		decl     [][2]string
-		outcomes map[string]dag.Outcome
-		wantRun  []string
-		wantSkip []string
-	}{
-		{name: "fresh run queues the roots", decl: diamond, outcomes: nil, wantRun: []string{"a"}},
-		{name: "fan out", decl: diamond, outcomes: map[string]dag.Outcome{"a": S}, wantRun: []string{"b", "c"}},
-		{name: "join waits for every dependency", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": S}, wantRun: []string{"c"}},
-		{name: "pending is returned again", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": S, "c": P}, wantRun: []string{"c"}},
-		{name: "join waits while in progress", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": S, "c": I}},
-		{name: "in progress is not returned", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": I}, wantRun: []string{"c"}},
-		{name: "join", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": S, "c": S}, wantRun: []string{"d"}},
-		{name: "after a skipped step still runs", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": K, "c": S}, wantRun: []string{"d"}},
-		{name: "after a skipped root", decl: diamond, outcomes: map[string]dag.Outcome{"a": K}, wantRun: []string{"b", "c"}},
-		{name: "failed dependency blocks", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": F, "c": S}},
-		{name: "all done", decl: diamond, outcomes: map[string]dag.Outcome{"a": S, "b": S, "c": S, "d": S}},
-		{
-			name: "needs propagates a skip down the chain and stops at after",
-			decl: needsChain, outcomes: map[string]dag.Outcome{"a": K},
-			wantSkip: []string{"b", "c"}, wantRun: []string{"d"},
-		},
-		{
-			name: "needs after a when-skip further down",
-			decl: needsChain, outcomes: map[string]dag.Outcome{"a": S, "b": S, "c": S, "d": K},
-			wantSkip: []string{"e"},
-		},
-		{
-			name: "needs of a succeeded step runs",
-			decl: needsChain, outcomes: map[string]dag.Outcome{"a": S},
-			wantRun: []string{"b"},
-		},
-		{
-			name:     "mixed after and needs: any skipped needs skips",
-			decl:     [][2]string{{"x", ""}, {"y", ""}, {"z", "x !y"}},
-			outcomes: map[string]dag.Outcome{"x": K, "y": K},
-			wantSkip: []string{"z"},
-		},
-		{
-			name:     "mixed after and needs: skipped after only",
-			decl:     [][2]string{{"x", ""}, {"y", ""}, {"z", "x !y"}},
-			outcomes: map[string]dag.Outcome{"x": K, "y": S},
-			wantRun:  []string{"z"},
-		},
-		{
-			name:     "skip does not jump a pending dependency",
-			decl:     [][2]string{{"x", ""}, {"y", ""}, {"z", "!x y"}},
-			outcomes: map[string]dag.Outcome{"x": K},
-			wantRun:  []string{"y"},
-		},
-		{
-			name: "wide: every branch at once",
-			decl: wide, outcomes: map[string]dag.Outcome{"root": S},
-			wantRun: []string{"b1", "b2", "b3", "b4", "b5"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := graph(t, tt.decl...)
-			run, skip := w.Ready(tt.outcomes)
-			if diff := cmp.Diff(tt.wantRun, run); diff != "" {
-				t.Errorf("Ready() run mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantSkip, skip); diff != "" {
-				t.Errorf("Ready() skip mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestShouldSkip(t *testing.T) {
 	w := graph(t, [2]string{"x", ""}, [2]string{"y", ""}, [2]string{"z", "x !y"})
 	tests := []struct {
@@ -202,6 +121,7 @@ func TestShouldSkip(t *testing.T) {
 		{"z", map[string]dag.Outcome{"x": dag.Skipped, "y": dag.Succeeded}, false},
 		{"z", map[string]dag.Outcome{"x": dag.Succeeded, "y": dag.Skipped}, true},
 		{"z", nil, false},
+		{"z", map[string]dag.Outcome{"x": dag.Succeeded, "y": dag.Failed}, false},
 		{"x", map[string]dag.Outcome{"y": dag.Skipped}, false},
 		{"nope", map[string]dag.Outcome{"y": dag.Skipped}, false},
 	}

@@ -70,6 +70,12 @@ func (w *Workflow) Step(name string) *Step {
 // Order returns the step names in a topological order: every step after
 // all its dependencies. It is deterministic: among the steps that could
 // come next, the one declared first does.
+//
+// It is a planning helper for tools that show a workflow rather than run
+// it (drawing or listing its steps, as an HTTP API or a dashboard does).
+// The engine does not call it: it gives the store every step with its
+// dependencies when it creates a run, and the store queues a step when
+// its last dependency succeeds or is skipped.
 func (w *Workflow) Order() []string { return slices.Clone(w.order) }
 
 // Roots returns the steps without dependencies, in declaration order: the

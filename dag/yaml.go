@@ -19,8 +19,8 @@ import (
 var (
 	ErrUnknownField = errors.New("dag: unknown field")
 	ErrMissingField = errors.New("dag: missing field")
-	// ErrDuplicateWorkflow reports two files defining the same workflow.
-	ErrDuplicateWorkflow = errors.New("dag: duplicate workflow")
+	// ErrWorkflowDefinedTwice reports two files defining the same workflow.
+	ErrWorkflowDefinedTwice = errors.New("dag: duplicate workflow")
 )
 
 // LoadYAML reads one workflow from YAML and builds it, resolving handler
@@ -52,7 +52,7 @@ var (
 // Unknown fields, wrong types and unknown handlers are errors; so is every
 // validation error of [Builder.Build]. Each is a *[YAMLError] with the
 // file, line, column and field (several are joined with errors.Join); a
-// validation error is reachable with errors.As(err, **ValidationError) and
+// validation error is reachable with errors.As(err, **DefinitionError) and
 // its sentinel with errors.Is.
 func LoadYAML(data []byte, filename string, reg *steps.Registry) (*Workflow, error) {
 	l := newLoader(filename, reg)
@@ -87,7 +87,7 @@ func LoadDir(dir string, reg *steps.Registry) ([]*Workflow, error) {
 // embed.FS of workflow definitions, say), one workflow per file, in file
 // name order. All files are read; the problems of every file are returned
 // together. Two files defining the same workflow name are an error
-// wrapping [ErrDuplicateWorkflow].
+// wrapping [ErrWorkflowDefinedTwice].
 func LoadFS(fsys fs.FS, reg *steps.Registry) ([]*Workflow, error) {
 	return loadFS(fsys, reg, func(name string) string { return name })
 }
@@ -120,7 +120,7 @@ func loadFS(fsys fs.FS, reg *steps.Registry, display func(string) string) ([]*Wo
 		}
 		if prev, dup := seen[w.Name()]; dup {
 			errs = append(errs, &YAMLError{File: display(name), Field: "name", ours: true,
-				Err: fmt.Errorf("%w: workflow %q is also defined in %s", ErrDuplicateWorkflow, w.Name(), prev)})
+				Err: fmt.Errorf("%w: workflow %q is also defined in %s", ErrWorkflowDefinedTwice, w.Name(), prev)})
 			continue
 		}
 		seen[w.Name()] = display(name)
@@ -365,7 +365,7 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 	}
 	dupSeen := make(map[string]int)
 	for _, e := range list {
-		var ve *ValidationError
+		var ve *DefinitionError
 		if !errors.As(e, &ve) {
 			l.Fail(root, "", e)
 			continue
@@ -437,4 +437,4 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 	}
 }
 
-func isQueueReason(ve *ValidationError) bool { return strings.Contains(ve.Reason, "queue name") }
+func isQueueReason(ve *DefinitionError) bool { return strings.Contains(ve.Reason, "queue name") }

@@ -332,8 +332,8 @@ func TestLoadFSAndDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = dag.LoadDir(dir, reg)
-	if !errors.Is(err, dag.ErrDuplicateWorkflow) {
-		t.Errorf("LoadDir() error = %v, want ErrDuplicateWorkflow", err)
+	if !errors.Is(err, dag.ErrWorkflowDefinedTwice) {
+		t.Errorf("LoadDir() error = %v, want ErrWorkflowDefinedTwice", err)
 	}
 	want := "dag: " + filepath.Join(dir, "c.yaml") + `: name: duplicate workflow: workflow "second" is also defined in ` + filepath.Join(dir, "b.yml") + "\n" +
 		"dag: " + filepath.Join(dir, "d.yaml") + ":2:8: steps: want a list of steps, got \"1\""

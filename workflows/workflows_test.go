@@ -37,14 +37,13 @@ func goOrder(reg *steps.Registry) (*dag.Workflow, error) {
 // plan is everything about a workflow that does not depend on handler
 // identity.
 type plan struct {
-	Name      string
-	Version   int
-	Order     []string
-	Roots     []string
-	Steps     []stepPlan
-	Mermaid   string
-	Comp      [][]string
-	ReadyRuns [][]string
+	Name    string
+	Version int
+	Order   []string
+	Roots   []string
+	Steps   []stepPlan
+	Mermaid string
+	Comp    [][]string
 }
 
 type stepPlan struct {
@@ -63,8 +62,6 @@ func planOf(w *dag.Workflow) plan {
 		all[s.Name] = true
 	}
 	p.Comp = w.CompensationOrder(all)
-	run, skip := w.Ready(map[string]dag.Outcome{"reserve": dag.Skipped})
-	p.ReadyRuns = [][]string{run, skip}
 	return p
 }
 
