@@ -172,7 +172,7 @@ func (c *cluster) idleProblem(ctx context.Context) string {
 		return err.Error()
 	}
 	defer q.Close()
-	for _, state := range []queue.State{queue.StateReady, queue.StateDelayed, queue.StateLeased, queue.StateDead} {
+	for _, state := range []queue.State{queue.StateReady, queue.StateDelayed, queue.StateLeased} {
 		tasks, err := q.List(ctx, "default", state, 0, 1000)
 		if err != nil {
 			return err.Error()

@@ -2,16 +2,22 @@
 // of small task ids on Redis (single node, Sentinel or Cluster), driven by
 // Lua scripts so that every state change is atomic.
 //
-// A task is ready, delayed (until a due time), leased (by a consumer,
-// until a lease deadline) or dead. Enqueue is idempotent per id while the
-// task is live. Dequeue leases ready tasks and raises their delivery
+// A task is ready, delayed (until a due time) or leased (by a consumer,
+// until a lease deadline). Enqueue is idempotent per id while the task is
+// in the queue. Dequeue leases ready tasks and raises their delivery
 // count; the consumer then Acks (done), Retries (delayed again), Releases
-// (handed back unprocessed), Extends the lease while it works, or Kills
-// the task. A lease that runs out makes the task ready again, so delivery
-// is at least once; dagflow fences the real work in its database.
+// (handed back unprocessed) or Extends the lease while it works. A lease
+// that runs out makes the task ready again, so delivery is at least once;
+// dagflow fences the real work in its database.
 //
 // Redis is a rebuildable index here: payloads and the truth about each
 // step live in the database, and a reconciler re-enqueues what Redis lost.
+// The queue has no dead state of its own: a step that keeps failing (or
+// keeps losing its worker, counted by the delivery count) is dead-lettered
+// in the store, and its consumer Acks the task. One dead-letter list, the
+// store's, is what operators see, retry and discard (engine.DeadLetters).
+// An index entry left in the dead state by an older version of this
+// package is treated as absent; enqueue overwrites it.
 //
 // # Layout
 //

@@ -7,13 +7,15 @@ package queue
 //	<prefix>:{<queue>}:ready     list: ready task ids, consumers pop from the left
 //	<prefix>:{<queue>}:delayed   zset: id -> due time, unix ms
 //	<prefix>:{<queue>}:leased    zset: id -> lease deadline, unix ms
-//	<prefix>:{<queue>}:dead      zset: id -> time killed, unix ms
-//	<prefix>:{<queue>}:reasons   hash: dead id -> reason
 //	<prefix>:{<queue>}:i:<n>     hash: id -> deliveries*4 + state (n < 2048, see lua/common.lua)
 //	<prefix>:{<queue>}:waiting   string: set while a consumer waits for work
 //	<prefix>:{<queue>}:notify    pub/sub channel: "n tasks became ready"
+//
+// Older versions also kept a dead set, "<prefix>:{<queue>}:dead" and
+// ":reasons"; nothing reads them now (dead letters live in the store), and
+// an operator may DEL them.
 type keys struct {
-	ready, delayed, leased, dead, reasons, index, waiting, channel string
+	ready, delayed, leased, index, waiting, channel string
 }
 
 func (q *Queue) keys(queue string) keys {
@@ -22,8 +24,6 @@ func (q *Queue) keys(queue string) keys {
 		ready:   base + "ready",
 		delayed: base + "delayed",
 		leased:  base + "leased",
-		dead:    base + "dead",
-		reasons: base + "reasons",
 		index:   base + "i:",
 		waiting: base + "waiting",
 		channel: base + "notify",

@@ -22,7 +22,7 @@ var (
 	ErrInvalidID = errors.New("queue: invalid task id")
 	// ErrInvalidQueue: a queue name does not match ^[A-Za-z][A-Za-z0-9_-]{0,63}$.
 	ErrInvalidQueue = errors.New("queue: invalid queue name")
-	// ErrNotLeased: Retry or Kill of a task that is not leased (acked,
+	// ErrNotLeased: Retry of a task that is not leased (acked,
 	// expired and handed to another consumer, or never dequeued).
 	ErrNotLeased = errors.New("queue: task not leased")
 	// ErrInvalidConfig: New was given an unusable Config.
@@ -41,8 +41,6 @@ const (
 	// promoteLimit bounds how many due delayed tasks and how many expired
 	// leases one Dequeue moves to ready (besides Max).
 	promoteLimit = 200
-	// DefaultDeadLimit is the default of Config.DeadLimit.
-	DefaultDeadLimit = 10000
 )
 
 // Config configures a Queue. Zero values mean the documented defaults.
@@ -59,9 +57,6 @@ type Config struct {
 	// PollInterval is the longest a blocked Dequeue waits before it looks
 	// at delayed tasks and expired leases again, default 1s.
 	PollInterval time.Duration
-	// DeadLimit is how many dead tasks a queue keeps; beyond it the
-	// oldest are dropped. Default DefaultDeadLimit.
-	DeadLimit int
 	// Logger receives the rare operational messages (lost pub/sub
 	// connection...), default a logger that discards.
 	Logger *slog.Logger
@@ -77,9 +72,6 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
-	if c.DeadLimit == 0 {
-		c.DeadLimit = DefaultDeadLimit
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -94,8 +86,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Prefix %q contains a brace", ErrInvalidConfig, c.Prefix)
 	case c.PollInterval < 0:
 		return fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidConfig, c.PollInterval)
-	case c.DeadLimit < 0:
-		return fmt.Errorf("%w: DeadLimit %d is negative", ErrInvalidConfig, c.DeadLimit)
 	}
 	return nil
 }
@@ -103,12 +93,11 @@ func (c Config) validate() error {
 // Queue is a set of named Redis queues of task ids. It is safe for
 // concurrent use; many processes may share the same queues.
 type Queue struct {
-	client    redis.UniversalClient
-	prefix    string
-	now       func() time.Time
-	poll      time.Duration
-	deadLimit int
-	log       *slog.Logger
+	client redis.UniversalClient
+	prefix string
+	now    func() time.Time
+	poll   time.Duration
+	log    *slog.Logger
 
 	notifier  *notifier
 	closeOnce sync.Once
@@ -123,12 +112,11 @@ func New(cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{
-		client:    cfg.Client,
-		prefix:    cfg.Prefix,
-		now:       cfg.Now,
-		poll:      cfg.PollInterval,
-		deadLimit: cfg.DeadLimit,
-		log:       cfg.Logger,
+		client: cfg.Client,
+		prefix: cfg.Prefix,
+		now:    cfg.Now,
+		poll:   cfg.PollInterval,
+		log:    cfg.Logger,
 	}
 	q.notifier = newNotifier(q)
 	return q, nil
@@ -153,8 +141,12 @@ type Item struct {
 
 // Enqueue adds tasks to queue, atomically. For each item it reports true
 // if it was added and false if a task with that id is already ready,
-// delayed or leased (enqueue is idempotent per id). A dead task with the
-// same id is revived with a fresh delivery count.
+// delayed or leased (enqueue is idempotent per id).
+//
+// The queue has no dead state: dead letters are steps in the store
+// (engine.DeadLetters). An index entry marked dead by an older version of
+// this package is treated as absent and overwritten, so such a task can be
+// enqueued again, with a fresh delivery count.
 func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]bool, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err
@@ -172,7 +164,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		args = append(args, it.ID, dueMillis(it.At))
 	}
 	res, err := scriptEnqueue.Run(ctx, q.client,
-		[]string{k.ready, k.delayed, k.dead, k.reasons, k.index, k.waiting}, args...).Int64Slice()
+		[]string{k.ready, k.delayed, k.index, k.waiting}, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: enqueue to %q: %w", queue, err)
 	}
@@ -183,11 +175,11 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 	return added, nil
 }
 
-// Ack removes tasks for good, whatever their live state (leased, ready or
-// delayed). Unknown ids are ignored, so Ack is idempotent; dead tasks are
-// left for Remove. Ack does not ask who holds the lease: after a lease ran
-// out and another consumer took the task, the first consumer's Ack still
-// removes it (dagflow's fence in the database decides who owns a step).
+// Ack removes tasks for good, whatever their state (leased, ready or
+// delayed). Unknown ids are ignored, so Ack is idempotent. Ack does not
+// ask who holds the lease: after a lease ran out and another consumer took
+// the task, the first consumer's Ack still removes it (dagflow's fence in
+// the database decides who owns a step).
 func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 	if err := checkIDs(queue, ids); err != nil || len(ids) == 0 {
 		return err
@@ -269,26 +261,6 @@ func (q *Queue) Extend(ctx context.Context, queue, id string, lease time.Duratio
 	return n == 1, nil
 }
 
-// Kill moves a leased task to the dead set with a reason (e.g. its
-// delivery limit was exceeded). It returns an error wrapping ErrNotLeased
-// if the task is not leased. A queue keeps at most Config.DeadLimit dead
-// tasks.
-func (q *Queue) Kill(ctx context.Context, queue, id, reason string) error {
-	if err := checkIDs(queue, []string{id}); err != nil {
-		return err
-	}
-	k := q.keys(queue)
-	n, err := scriptKill.Run(ctx, q.client, []string{k.leased, k.dead, k.reasons, k.index},
-		q.now().UnixMilli(), id, reason, q.deadLimit).Int()
-	if err != nil {
-		return fmt.Errorf("queue: kill %q in %q: %w", id, queue, err)
-	}
-	if n == 0 {
-		return notLeased(queue, id)
-	}
-	return nil
-}
-
 // SweepResult counts what Sweep moved.
 type SweepResult struct {
 	// Promoted is the number of due delayed tasks moved to ready.
@@ -325,9 +297,11 @@ const (
 	StateReady   State = "ready"
 	StateDelayed State = "delayed"
 	StateLeased  State = "leased"
-	StateDead    State = "dead"
 )
 
+// code is the state's number in the Redis index (lua/common.lua). The
+// numbers are stored in users' Redis and never change; 3 was the dead
+// state of older versions and stays unused.
 func (s State) code() (int, bool) {
 	switch s {
 	case StateReady:
@@ -336,15 +310,13 @@ func (s State) code() (int, bool) {
 		return 1, true
 	case StateLeased:
 		return 2, true
-	case StateDead:
-		return 3, true
 	}
 	return 0, false
 }
 
 // Stats counts the tasks of a queue by state.
 type Stats struct {
-	Ready, Delayed, Leased, Dead int64
+	Ready, Delayed, Leased int64
 }
 
 // Stats counts the tasks of queue by state, atomically.
@@ -353,11 +325,11 @@ func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
 		return Stats{}, err
 	}
 	k := q.keys(queue)
-	res, err := scriptStats.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead}).Int64Slice()
+	res, err := scriptStats.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased}).Int64Slice()
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats of %q: %w", queue, err)
 	}
-	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2], Dead: res[3]}, nil
+	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2]}, nil
 }
 
 // TaskInfo describes a task for operators.
@@ -366,11 +338,8 @@ type TaskInfo struct {
 	State      State
 	Deliveries int
 	// Due is, for a delayed task, when it becomes ready; for a leased
-	// task, its lease deadline; for a dead task, when it was killed; zero
-	// for a ready task.
+	// task, its lease deadline; zero for a ready task.
 	Due time.Time
-	// Reason is why a dead task was killed.
-	Reason string
 }
 
 // List returns up to limit tasks of queue in state, skipping offset: ready
@@ -390,14 +359,14 @@ func (q *Queue) List(ctx context.Context, queue string, state State, offset, lim
 		return []TaskInfo{}, nil
 	}
 	k := q.keys(queue)
-	res, err := scriptList.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead, k.reasons, k.index},
+	res, err := scriptList.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index},
 		code, offset, limit).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s tasks of %q: %w", state, queue, err)
 	}
-	infos := make([]TaskInfo, 0, len(res)/4)
-	for i := 0; i+3 < len(res); i += 4 {
-		info := TaskInfo{ID: asString(res[i]), State: state, Reason: asString(res[i+3])}
+	infos := make([]TaskInfo, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		info := TaskInfo{ID: asString(res[i]), State: state}
 		info.Deliveries = int(asInt(res[i+1]))
 		if s := asString(res[i+2]); s != "" {
 			ms, err := strconv.ParseFloat(s, 64)
@@ -408,20 +377,6 @@ func (q *Queue) List(ctx context.Context, queue string, state State, offset, lim
 		infos = append(infos, info)
 	}
 	return infos, nil
-}
-
-// Remove deletes a task in whatever state it is and reports whether it
-// existed.
-func (q *Queue) Remove(ctx context.Context, queue, id string) (bool, error) {
-	if err := checkIDs(queue, []string{id}); err != nil {
-		return false, err
-	}
-	k := q.keys(queue)
-	n, err := scriptRemove.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.dead, k.reasons, k.index}, id).Int()
-	if err != nil {
-		return false, fmt.Errorf("queue: remove %q from %q: %w", id, queue, err)
-	}
-	return n == 1, nil
 }
 
 // ValidateID checks a task id: 1 to 200 bytes of printable ASCII without

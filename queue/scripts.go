@@ -18,11 +18,9 @@ var (
 	scriptRetry   = loadScript("retry")
 	scriptRelease = loadScript("release")
 	scriptExtend  = loadScript("extend")
-	scriptKill    = loadScript("kill")
 	scriptSweep   = loadScript("sweep")
 	scriptStats   = loadScript("stats")
 	scriptList    = loadScript("list")
-	scriptRemove  = loadScript("remove")
 )
 
 func loadScript(name string) *redis.Script {

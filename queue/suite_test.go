@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,20 +81,68 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 			t.Fatalf("duplicate enqueue (-want +got):\n%s", diff)
 		}
 		wantStats(t, q, "jobs", Stats{Ready: 1, Delayed: 1, Leased: 1})
-		// A dead task may be enqueued again: it is revived, fresh.
-		if err := q.Kill(ctx, "jobs", "r", "too many deliveries"); err != nil {
+	})
+
+	t.Run("LegacyDeadEntry", func(t *testing.T) {
+		// Older versions kept a dead set: an index entry in state 3 with
+		// its delivery count, the id in a dead zset and its reason in a
+		// hash. Plant that as they left it, in this test's own prefix.
+		q, clock := setup(t)
+		k := q.keys("jobs")
+		// The bucket of an id, as lua/common.lua computes it.
+		sum := sha1.Sum([]byte("old"))
+		bucket := fmt.Sprint(k.index, (int(sum[0])<<8|int(sum[1]))%2048)
+		const deadState, deliveries = 3, 5
+		if err := q.client.HSet(ctx, bucket, "old", deliveries*4+deadState).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if got := mustEnqueue(t, q, "jobs", Item{ID: "r"}); !got[0] {
-			t.Fatal("enqueue of a dead task: not added")
-		}
-		wantStats(t, q, "jobs", Stats{Ready: 2, Delayed: 1})
-		infos, err := q.List(ctx, "jobs", StateReady, 0, 10)
-		if err != nil {
+		base := q.prefix + ":{jobs}:"
+		if err := q.client.ZAdd(ctx, base+"dead", redis.Z{Score: float64(clock.Now().UnixMilli()), Member: "old"}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]TaskInfo{{ID: "l", State: StateReady}, {ID: "r", State: StateReady}}, infos); diff != "" {
-			t.Fatalf("ready (-want +got):\n%s", diff)
+		if err := q.client.HSet(ctx, base+"reasons", "old", "too many deliveries").Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing counts or lists it, and the live-state calls pass it by.
+		wantStats(t, q, "jobs", Stats{})
+		for _, st := range []State{StateReady, StateDelayed, StateLeased} {
+			if infos, err := q.List(ctx, "jobs", st, 0, 10); err != nil || len(infos) != 0 {
+				t.Fatalf("list %s = %+v, %v; want nothing", st, infos, err)
+			}
+		}
+		if err := q.Retry(ctx, "jobs", "old", clock.Now()); !errors.Is(err, ErrNotLeased) {
+			t.Fatalf("retry of a legacy dead task: %v, want ErrNotLeased", err)
+		}
+		if ok, err := q.Extend(ctx, "jobs", "old", lease); err != nil || ok {
+			t.Fatalf("extend of a legacy dead task = %v, %v; want false", ok, err)
+		}
+		if err := q.Release(ctx, "jobs", "old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Ack(ctx, "jobs", "old"); err != nil {
+			t.Fatal(err)
+		}
+		wantStats(t, q, "jobs", Stats{})
+		// Enqueue treats it as absent and overwrites it: the task is
+		// added, fresh, and runs like any other.
+		if got := mustEnqueue(t, q, "jobs", Item{ID: "old"}, Item{ID: "new"}); !cmp.Equal(got, []bool{true, true}) {
+			t.Fatalf("enqueue over a legacy dead entry = %v, want [true true]", got)
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 2})
+		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 2, Lease: lease})
+		want := []Task{
+			{ID: "old", Queue: "jobs", Deliveries: 1, LeaseUntil: clock.Now().Add(lease)},
+			{ID: "new", Queue: "jobs", Deliveries: 1, LeaseUntil: clock.Now().Add(lease)},
+		}
+		if diff := cmp.Diff(want, tasks); diff != "" {
+			t.Fatalf("dequeue (-want +got):\n%s", diff)
+		}
+		if err := q.Ack(ctx, "jobs", "old", "new"); err != nil {
+			t.Fatal(err)
+		}
+		wantStats(t, q, "jobs", Stats{})
+		if n, err := q.client.HExists(ctx, bucket, "old").Result(); err != nil || n {
+			t.Fatalf("index entry after ack: %v, %v; want gone", n, err)
 		}
 	})
 
@@ -318,54 +367,39 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 		}
 	})
 
-	t.Run("KillListRemove", func(t *testing.T) {
-		clock := newFakeClock()
-		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, DeadLimit: 3})
+	t.Run("ListPages", func(t *testing.T) {
+		q, clock := setup(t)
 		var items []Item
 		for i := range 5 {
 			items = append(items, Item{ID: fmt.Sprint("t", i)})
 		}
 		mustEnqueue(t, q, "jobs", items...)
-		tasks := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 5, Lease: lease})
-		for i, task := range tasks {
+		for range 5 {
 			clock.Advance(time.Second)
-			if err := q.Kill(ctx, "jobs", task.ID, fmt.Sprint("reason ", i)); err != nil {
-				t.Fatal(err)
-			}
+			mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease})
 		}
-		if err := q.Kill(ctx, "jobs", "t0", "again"); !errors.Is(err, ErrNotLeased) {
-			t.Fatalf("kill of a dead task: %v, want ErrNotLeased", err)
-		}
-		wantStats(t, q, "jobs", Stats{Dead: 3})
-		infos, err := q.List(ctx, "jobs", StateDead, 1, 5)
+		wantStats(t, q, "jobs", Stats{Leased: 5})
+		infos, err := q.List(ctx, "jobs", StateLeased, 3, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []TaskInfo{
-			{ID: "t3", State: StateDead, Deliveries: 1, Due: clock.Now().Add(-time.Second), Reason: "reason 3"},
-			{ID: "t4", State: StateDead, Deliveries: 1, Due: clock.Now(), Reason: "reason 4"},
+			{ID: "t3", State: StateLeased, Deliveries: 1, Due: clock.Now().Add(lease - time.Second)},
+			{ID: "t4", State: StateLeased, Deliveries: 1, Due: clock.Now().Add(lease)},
 		}
 		if diff := cmp.Diff(want, infos); diff != "" {
-			t.Fatalf("dead page (-want +got):\n%s", diff)
+			t.Fatalf("leased page (-want +got):\n%s", diff)
 		}
-		// Ack leaves dead tasks alone; Remove deletes in any state.
-		if err := q.Ack(ctx, "jobs", "t4"); err != nil {
-			t.Fatal(err)
+		if infos, err := q.List(ctx, "jobs", StateLeased, 1, 0); err != nil || len(infos) != 0 {
+			t.Fatalf("list with limit 0 = %+v, %v; want nothing", infos, err)
 		}
-		wantStats(t, q, "jobs", Stats{Dead: 3})
-		mustEnqueue(t, q, "jobs", Item{ID: "r"}, Item{ID: "d", At: clock.Now().Add(time.Hour)}, Item{ID: "l"})
-		mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Lease: lease}) // leases r
-		for _, id := range []string{"t4", "r", "d", "l"} {
-			if ok, err := q.Remove(ctx, "jobs", id); err != nil || !ok {
-				t.Fatalf("remove %s = %v, %v; want true", id, ok, err)
-			}
-			if ok, err := q.Remove(ctx, "jobs", id); err != nil || ok {
-				t.Fatalf("second remove %s = %v, %v; want false", id, ok, err)
+		for _, st := range []State{State("lost"), State("dead")} {
+			if _, err := q.List(ctx, "jobs", st, 0, 1); !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("list of state %q: %v, want ErrInvalidArgument", st, err)
 			}
 		}
-		wantStats(t, q, "jobs", Stats{Dead: 2})
-		if _, err := q.List(ctx, "jobs", State("lost"), 0, 1); !errors.Is(err, ErrInvalidArgument) {
-			t.Fatalf("list of unknown state: %v", err)
+		if _, err := q.List(ctx, "jobs", StateReady, -1, 1); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("list with a negative offset: %v, want ErrInvalidArgument", err)
 		}
 	})
 

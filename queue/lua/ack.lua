@@ -1,5 +1,4 @@
--- ack.lua: remove tasks for good, whether leased, ready or delayed (dead
--- tasks stay until Remove).
+-- ack.lua: remove tasks for good, whether leased, ready or delayed.
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
 -- KEYS[3] leased zset

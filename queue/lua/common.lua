@@ -9,9 +9,15 @@
 -- from redis.sha1hex, which runs in C: a hash loop in Lua costs 3x more.
 -- An index value is deliveries*4 + state, so one HINCRBY both moves a task
 -- to another state and counts a delivery.
+--
+-- The state numbers are stored in users' Redis and never change. State 3
+-- was the dead state of older versions, which kept a dead set in Redis;
+-- dead letters now live only in the store. A leftover entry in state 3 is
+-- in no list or zset of the queue, so only enqueue acts on it: it
+-- treats it as absent and overwrites it (see enqueue.lua).
 
 local NBUCKETS = 2048
-local READY, DELAYED, LEASED, DEAD = 0, 1, 2, 3
+local READY, DELAYED, LEASED, OLDDEAD = 0, 1, 2, 3
 
 local function ikey(iprefix, id)
   return iprefix .. (tonumber(string.sub(redis.sha1hex(id), 1, 4), 16) % NBUCKETS)

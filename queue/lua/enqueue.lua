@@ -1,16 +1,16 @@
--- enqueue.lua: add tasks that are not live yet (a dead task is revived).
+-- enqueue.lua: add tasks that are not ready, delayed or leased yet.
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
--- KEYS[3] dead zset
--- KEYS[4] dead reasons hash
--- KEYS[5] index bucket prefix
--- KEYS[6] waiting flag
+-- KEYS[3] index bucket prefix
+-- KEYS[4] waiting flag
 -- ARGV[1] notify channel
 -- ARGV[2] now, unix ms
 -- ARGV[3..] pairs: task id, due unix ms (<= now: ready at once)
 -- Returns one integer per task: 1 added, 0 already ready, delayed or leased.
 -- A delayed task due before every other wakes the waiting consumers, so
 -- that they sleep until it is due rather than until their poll interval.
+-- An index entry in state 3 (OLDDEAD, left by an older version's dead set)
+-- is treated as absent and overwritten: that task can be enqueued again.
 local now = tonumber(ARGV[2])
 local added, ready = {}, {}
 local wake = false
@@ -20,11 +20,9 @@ for i = 3, #ARGV, 2 do
   if due <= now then
     state = READY
   end
-  local key = ikey(KEYS[5], id)
+  local key = ikey(KEYS[3], id)
   local fresh = redis.call('HSETNX', key, id, state) == 1
-  if not fresh and tonumber(redis.call('HGET', key, id)) % 4 == DEAD then
-    redis.call('ZREM', KEYS[3], id)
-    redis.call('HDEL', KEYS[4], id)
+  if not fresh and tonumber(redis.call('HGET', key, id)) % 4 == OLDDEAD then
     iset(key, id, state, 0)
     fresh = true
   end
@@ -44,8 +42,8 @@ for i = 3, #ARGV, 2 do
 end
 callchunks('RPUSH', KEYS[1], ready)
 if wake then
-  wakeall(KEYS[6], ARGV[1])
+  wakeall(KEYS[4], ARGV[1])
 else
-  notify(KEYS[6], ARGV[1], #ready)
+  notify(KEYS[4], ARGV[1], #ready)
 end
 return added

@@ -2,13 +2,11 @@
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
 -- KEYS[3] leased zset
--- KEYS[4] dead zset
--- KEYS[5] dead reasons hash
--- KEYS[6] index bucket prefix
--- ARGV[1] state: 0 ready, 1 delayed, 2 leased, 3 dead
+-- KEYS[4] index bucket prefix
+-- ARGV[1] state: 0 ready, 1 delayed, 2 leased
 -- ARGV[2] offset
 -- ARGV[3] limit
--- Returns {id1, deliveries1, score1 (ms, or "" for ready), reason1, id2, ...}.
+-- Returns {id1, deliveries1, score1 (ms, or "" for ready), id2, ...}.
 local state, first = tonumber(ARGV[1]), tonumber(ARGV[2])
 local last = first + tonumber(ARGV[3]) - 1
 local page = {}
@@ -23,14 +21,9 @@ end
 local res = {}
 for i = 1, #page, 2 do
   local id = page[i]
-  local _, d = iget(KEYS[6], id)
-  local reason = ''
-  if state == DEAD then
-    reason = redis.call('HGET', KEYS[5], id) or ''
-  end
+  local _, d = iget(KEYS[4], id)
   res[#res + 1] = id
   res[#res + 1] = d
   res[#res + 1] = page[i + 1]
-  res[#res + 1] = reason
 end
 return res

@@ -2,11 +2,9 @@
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
 -- KEYS[3] leased zset
--- KEYS[4] dead zset
--- Returns {ready, delayed, leased, dead}.
+-- Returns {ready, delayed, leased}.
 return {
   redis.call('LLEN', KEYS[1]),
   redis.call('ZCARD', KEYS[2]),
   redis.call('ZCARD', KEYS[3]),
-  redis.call('ZCARD', KEYS[4]),
 }
