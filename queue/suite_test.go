@@ -226,7 +226,10 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 			}
 			select {
 			case at := <-got:
-				if at.Before(due) || at.Sub(due) > 50*time.Millisecond {
+				// Late by the machine's load at most, never by the poll
+				// interval (a minute); engine's on-time tests hold the
+				// 50 ms bound on a quiet machine.
+				if at.Before(due) || at.Sub(due) > time.Second {
 					t.Fatalf("%s: a task due at %v came at %v (%v late)", via, due.Format(time.StampMicro), at.Format(time.StampMicro), at.Sub(due))
 				}
 			case <-time.After(5 * time.Second):
