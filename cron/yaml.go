@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,15 +30,10 @@ var scheduleFields = []string{"name", "spec", "workflow", "time_zone", "input", 
 // on error no schedule is returned. Two schedules with the same name are
 // an error wrapping [ErrDuplicateSchedule].
 func LoadSchedules(fsys fs.FS) ([]persistence.Schedule, error) {
-	var names []string
-	for _, pattern := range []string{"*.yaml", "*.yml"} {
-		m, err := fs.Glob(fsys, pattern)
-		if err != nil {
-			return nil, fmt.Errorf("cron: %w", err)
-		}
-		names = append(names, m...)
+	names, err := yamlwalk.Files(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("cron: %w", err)
 	}
-	slices.Sort(names)
 	var (
 		out  []persistence.Schedule
 		errs []error

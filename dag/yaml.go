@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -93,15 +92,10 @@ func LoadFS(fsys fs.FS, reg *steps.Registry) ([]*Workflow, error) {
 }
 
 func loadFS(fsys fs.FS, reg *steps.Registry, display func(string) string) ([]*Workflow, error) {
-	var names []string
-	for _, pattern := range []string{"*.yaml", "*.yml"} {
-		m, err := fs.Glob(fsys, pattern)
-		if err != nil {
-			return nil, fmt.Errorf("dag: %w", err)
-		}
-		names = append(names, m...)
+	names, err := yamlwalk.Files(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("dag: %w", err)
 	}
-	slices.Sort(names)
 	var (
 		out  []*Workflow
 		errs []error

@@ -274,3 +274,65 @@ func TestNeverStartedNeedsNoStop(t *testing.T) {
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
 		goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"))
 }
+
+// plainStore is a store that takes no caller transactions (it hides
+// DB and RunCreateTx) and whose clock may fail.
+type plainStore struct {
+	persistence.Store
+	nowErr error
+}
+
+func (s plainStore) Now(ctx context.Context) (time.Time, error) {
+	if s.nowErr != nil {
+		return time.Time{}, s.nowErr
+	}
+	return s.Store.Now(ctx)
+}
+
+// TestNoTxStoreAndFailingClock: a store without caller transactions gives
+// ErrNoTx from DB and TriggerTx and stores nothing; a database clock that
+// cannot be read leaves the node working (the check is skipped, not
+// failed closed), so the run still finishes.
+func TestNoTxStoreAndFailingClock(t *testing.T) {
+	st := plainStore{Store: sqliteStore(t), nowErr: errors.New("clock unreadable")}
+	wf, err := dag.New("plain").Step("a", steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{level: slog.LevelWarn}
+	env := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf},
+		Configure: func(cfg *engine.Config) { cfg.Logger = slog.New(logs) }})
+	if _, err := env.Engine.DB(); !errors.Is(err, engine.ErrNoTx) {
+		t.Errorf("DB() = %v, want ErrNoTx", err)
+	}
+	if _, err := env.Engine.TriggerTx(context.Background(), nil, "plain", nil); !errors.Is(err, engine.ErrNoTx) {
+		t.Errorf("TriggerTx = %v, want ErrNoTx", err)
+	}
+	page, err := env.Engine.Runs(context.Background(), engine.RunFilter{})
+	if err != nil || len(page.Runs) != 0 {
+		t.Errorf("runs after refused TriggerTx = %v, %v; want none", page.Runs, err)
+	}
+	id := env.Trigger(t, "plain", nil)
+	env.AssertRun(t, env.WaitTimeout(t, id, 10*time.Second), persistence.RunSucceeded)
+	if st := env.Engine.Stats(); st.ClockSkewed {
+		t.Errorf("a node whose database clock cannot be read took itself for skewed")
+	}
+	if got := logs.matching("clock check"); len(got) == 0 || !strings.Contains(got[0], "clock unreadable") {
+		t.Errorf("warnings = %q, want one naming the clock check's error", got)
+	}
+}
+
+// TestMaxClockSkewValidated: a skew bound that would let two nodes take
+// over a step whose lease was just extended is refused with a clear error.
+func TestMaxClockSkewValidated(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	_, err := engine.New(engine.Config{Store: sqliteStore(t), Redis: rdb, Lease: 2 * time.Second, Heartbeat: time.Second,
+		MaxClockSkew: 600 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "engine: Config.MaxClockSkew 600ms is too large") {
+		t.Fatalf("New = %v, want an error naming MaxClockSkew", err)
+	}
+	if _, err := engine.New(engine.Config{Store: sqliteStore(t), Redis: rdb, Lease: 2 * time.Second, Heartbeat: time.Second}); err != nil {
+		t.Fatalf("New with the default skew bound: %v", err)
+	}
+}

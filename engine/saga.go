@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,22 +131,7 @@ func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res per
 // executeCompensation runs a compensation's handler, with the step's
 // outputs, under the step's timeout and heartbeat.
 func (e *Engine) executeCompensation(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, log *slog.Logger) error {
-	sc := steps.Context{
-		RunID:          ex.runID,
-		Workflow:       res.Run.Workflow,
-		Step:           ex.step,
-		Attempt:        res.Step.CompAttempt,
-		IdempotencyKey: ex.runID + "/" + ex.step,
-		Compensation:   true,
-		Input:          json.RawMessage(res.Run.Input),
-		Outputs:        make(map[string]json.RawMessage, len(res.Outputs)),
-		Metadata:       res.Run.Metadata,
-		Logger:         log,
-	}
-	for k, v := range res.Outputs {
-		sc.Outputs[k] = json.RawMessage(v)
-	}
-	_, err := e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, sc)
+	_, err := e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, handlerContext(res, true, log))
 	return err
 }
 

@@ -61,22 +61,7 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 
-	sc := steps.Context{
-		RunID:          ref.RunID,
-		Workflow:       res.Run.Workflow,
-		Step:           ref.Step,
-		Attempt:        res.Step.Attempt,
-		IdempotencyKey: ref.RunID + "/" + ref.Step,
-		Input:          json.RawMessage(res.Run.Input),
-		Metadata:       res.Run.Metadata,
-		Logger:         log,
-	}
-	if len(res.Outputs) > 0 {
-		sc.Outputs = make(map[string]json.RawMessage, len(res.Outputs))
-		for k, v := range res.Outputs {
-			sc.Outputs[k] = json.RawMessage(v)
-		}
-	}
+	sc := handlerContext(res, false, log)
 	if len(sdef.Needs) > 0 {
 		outcomes := make(map[string]dag.Outcome, len(res.Upstream))
 		for k, st := range res.Upstream {
@@ -107,6 +92,33 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		return e.stepAborted(ctx, ex, res, herr, log)
 	}
 	return e.stepFailed(ctx, ex, res, sdef, w, herr, log)
+}
+
+// handlerContext is what a claimed attempt's handler (its compensation's,
+// with compensation) is given: the run's input and metadata, the step's
+// stable idempotency key, and the outputs that came with the claim.
+func handlerContext(res persistence.StepClaimResult, compensation bool, log *slog.Logger) steps.Context {
+	sc := steps.Context{
+		RunID:          res.Step.RunID,
+		Workflow:       res.Run.Workflow,
+		Step:           res.Step.Step,
+		Attempt:        res.Step.Attempt,
+		IdempotencyKey: res.Step.RunID + "/" + res.Step.Step,
+		Compensation:   compensation,
+		Input:          json.RawMessage(res.Run.Input),
+		Metadata:       res.Run.Metadata,
+		Logger:         log,
+	}
+	if compensation {
+		sc.Attempt = res.Step.CompAttempt
+	}
+	if len(res.Outputs) > 0 || compensation {
+		sc.Outputs = make(map[string]json.RawMessage, len(res.Outputs))
+		for k, v := range res.Outputs {
+			sc.Outputs[k] = json.RawMessage(v)
+		}
+	}
+	return sc
 }
 
 func outcomeOf(s persistence.StepStatus) dag.Outcome {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strconv"
@@ -226,4 +227,19 @@ func (w *Walker) Duration(n *yaml.Node, field string) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// Files returns the *.yaml and *.yml files at the root of fsys, in name
+// order: the files a loader reads from a directory.
+func Files(fsys fs.FS) ([]string, error) {
+	var names []string
+	for _, pattern := range []string{"*.yaml", "*.yml"} {
+		m, err := fs.Glob(fsys, pattern)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, m...)
+	}
+	slices.Sort(names)
+	return names, nil
 }

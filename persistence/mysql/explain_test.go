@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dagflow/dagflow/internal/runlisttest"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/sqlstore"
 )
@@ -263,12 +263,12 @@ func checkRunListSeeks(t *testing.T, s *sqlstore.Store, n int) {
 	for _, shape := range sqlstore.RunListShapes(after, before) {
 		p := shape.Params
 		p.Limit = limit
-		matching := matchingRuns(t, s.DB(), p)
+		matching := runlisttest.Matching(t, s.DB(), s.Dialect(), p)
 		if len(matching) < 3*limit {
 			t.Fatalf("%s: only %d runs match; the data must give every shape several pages", shape.Name, len(matching))
 		}
 		branches := max(len(p.Status), 1)
-		index := expectedIndex(p)
+		index := runlisttest.ExpectedIndex(p)
 		// The filter's equalities alone: the key length of the first page
 		// (a ref of them) without a window.
 		noWindow := p
@@ -289,7 +289,7 @@ func checkRunListSeeks(t *testing.T, s *sqlstore.Store, n int) {
 			p := p
 			if page.at > 0 {
 				prev := matching[page.at-1]
-				p.Cursor = sqlstore.RunListCursor(prev.at, prev.id)
+				p.Cursor = sqlstore.RunListCursor(prev.At, prev.ID)
 			}
 			name := shape.Name + "/" + page.name
 			q, err := s.RunListQuery(p)
@@ -360,7 +360,7 @@ func checkRunListSeeks(t *testing.T, s *sqlstore.Store, n int) {
 				ids = append(ids, r.ID)
 			}
 			for _, m := range matching[page.at:min(page.at+limit, len(matching))] {
-				want = append(want, m.id)
+				want = append(want, m.ID)
 			}
 			if !slices.Equal(ids, want) {
 				t.Errorf("%s: RunList returned %d runs %v..., want %d from %v", name, len(ids), head(ids), len(want), head(want))
@@ -369,7 +369,7 @@ func checkRunListSeeks(t *testing.T, s *sqlstore.Store, n int) {
 				t.Errorf("%s: NextCursor %q", name, got.NextCursor)
 			}
 			if shape.Name == "workflow+status" || testing.Verbose() {
-				t.Logf("%-32s %d runs match; the page read %d index entries in %v (median of 5)", name, len(matching), reads, pageTime(t, s, p))
+				t.Logf("%-32s %d runs match; the page read %d index entries in %v (median of 5)", name, len(matching), reads, runlisttest.PageTime(t, s, p))
 			}
 		}
 	}
@@ -408,76 +408,6 @@ func seedRuns(t *testing.T, db *sql.DB, end time.Time, n int) time.Time {
 		t.Fatal(err)
 	}
 	return oldest
-}
-
-// run is a run's RunList key.
-type run struct {
-	at time.Time
-	id string
-}
-
-// matchingRuns returns the keys of the runs that p's filters select,
-// newest first, found without the store's query.
-func matchingRuns(t *testing.T, db *sql.DB, p persistence.RunListParams) []run {
-	t.Helper()
-	where := []string{"1 = 1"}
-	var args []any
-	if p.Workflow != "" {
-		where, args = append(where, "workflow = ?"), append(args, p.Workflow)
-	}
-	if p.Schedule != "" {
-		where, args = append(where, "schedule = ?"), append(args, p.Schedule)
-	}
-	if len(p.Status) > 0 {
-		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Status)), ", ")+")")
-		for _, st := range p.Status {
-			args = append(args, string(st))
-		}
-	}
-	if !p.CreatedAfter.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, p.CreatedAfter)
-	}
-	if !p.CreatedBefore.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, p.CreatedBefore)
-	}
-	rows, err := db.Query("SELECT created_at, id FROM workflow_runs WHERE "+strings.Join(where, " AND "), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []run
-	for rows.Next() {
-		var r run
-		if err := rows.Scan(&r.at, &r.id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if c := out[i].at.Compare(out[j].at); c != 0 {
-			return c > 0
-		}
-		return out[i].id > out[j].id
-	})
-	return out
-}
-
-// expectedIndex is the index a RunList filter must read.
-func expectedIndex(p persistence.RunListParams) string {
-	switch {
-	case p.Schedule != "":
-		return "idx_runs_schedule_created"
-	case p.Workflow != "" && len(p.Status) > 0:
-		return "idx_runs_wf_status_created"
-	case p.Workflow != "":
-		return "idx_runs_wf_created"
-	case len(p.Status) > 0:
-		return "idx_runs_status_created"
-	}
-	return "idx_runs_created"
 }
 
 // tableRows returns the EXPLAIN rows of q that search workflow_runs (not
@@ -540,21 +470,6 @@ func handlerReads(t *testing.T, conn *sql.Conn, f func()) int {
 	before = count()
 	f()
 	return count() - before - idle
-}
-
-// pageTime returns the median time of five RunList calls for p.
-func pageTime(t *testing.T, s persistence.Store, p persistence.RunListParams) time.Duration {
-	t.Helper()
-	var ds []time.Duration
-	for range 5 {
-		began := time.Now()
-		if _, err := s.RunList(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, time.Since(began))
-	}
-	slices.Sort(ds)
-	return ds[2].Round(10 * time.Microsecond)
 }
 
 func head(ids []string) []string { return ids[:min(3, len(ids))] }

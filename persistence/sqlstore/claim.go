@@ -181,7 +181,7 @@ func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, ou
 	}
 	steps := make(map[stepKey]readable, len(all))
 	for _, r := range all {
-		steps[stepKey{r.RunID, r.Step}] = readable{splitNames(r.Deps), r.Status, r.Output}
+		steps[stepKey{r.RunID, r.Step}] = readable{r.Deps, r.Status, r.Output}
 	}
 	look := func(k stepKey) (readable, bool) { v, ok := steps[k]; return v, ok }
 	for i, it := range items {

@@ -284,7 +284,7 @@ func (b *completionBatch) claimedResults(out []persistence.StepCompleteOutcome) 
 		if r == nil {
 			return readable{}, false
 		}
-		return readable{splitNames(r.Deps), r.Status, r.Output}, true
+		return readable{r.Deps, r.Status, r.Output}, true
 	}
 	for _, c := range b.claims {
 		run, err := b.runs[c.key.run].record()

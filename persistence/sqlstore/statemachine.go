@@ -164,7 +164,7 @@ func (b *claimBudget) take(queue string) bool {
 
 // readable is what a claimed step may read of another step of its run.
 type readable struct {
-	deps   []string
+	deps   string // as stored: split only when the walk goes through it
 	status string
 	output []byte
 }
@@ -176,7 +176,7 @@ type readable struct {
 func fillReads(res *persistence.StepClaimResult, k stepKey, all bool, names []string, look func(stepKey) (readable, bool)) {
 	withStatus := all
 	if all {
-		names = upstream(k, func(k stepKey) []string { r, _ := look(k); return r.deps })
+		names = upstream(k, func(k stepKey) []string { r, _ := look(k); return splitNames(r.deps) })
 	}
 	for _, n := range names {
 		u, ok := look(stepKey{k.run, n})
