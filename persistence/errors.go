@@ -113,6 +113,10 @@ const (
 	// RefusedNotFound: the step or its run does not exist (deleted by
 	// retention, or a task of another database).
 	RefusedNotFound ClaimRefusal = "not_found"
+	// RefusedUnhandled: the claiming node cannot run the step (the claim's
+	// Handles rejected its workflow or step: the node was deployed
+	// without it); nothing changed and no attempt was used.
+	RefusedUnhandled ClaimRefusal = "unhandled"
 )
 
 // ClaimRefusedError reports a claim the store refused, with the reason.
@@ -121,6 +125,8 @@ type ClaimRefusedError struct {
 	RunID  string
 	Step   string
 	Reason ClaimRefusal
+	// Workflow is the step's workflow (set with RefusedUnhandled).
+	Workflow string
 	// Status is the step's status (or, for the run reasons, the run's).
 	Status string
 	// DueAt is when the step (or run) becomes claimable, for
@@ -130,6 +136,8 @@ type ClaimRefusedError struct {
 
 func (e *ClaimRefusedError) Error() string {
 	switch e.Reason {
+	case RefusedUnhandled:
+		return fmt.Sprintf("persistence: step is not claimable: run %s step %q of workflow %q: the claiming node cannot run it (%s)", e.RunID, e.Step, e.Workflow, e.Reason)
 	case RefusedRunPending, RefusedRunNotRunning:
 		return fmt.Sprintf("persistence: step is not claimable: run %s step %q: run is %s (%s)", e.RunID, e.Step, e.Status, e.Reason)
 	}

@@ -141,6 +141,22 @@ type Store interface {
 	// ScheduleTickList lists a schedule's history, newest first.
 	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
 
+	// StoreID returns the database's identity: a random id written once
+	// by the migrations, the same for every connection and every process.
+	// An engine binds its Redis prefix to it, so that a prefix is never
+	// served by two databases.
+	StoreID(ctx context.Context) (string, error)
+
+	// NodeHeartbeat records that a node is alive, with what it can run:
+	// it creates the node's row or updates it (HeartbeatAt, Info).
+	NodeHeartbeat(ctx context.Context, n Node) error
+	// NodeList lists the nodes whose last heartbeat is at or after
+	// p.AliveSince, by id.
+	NodeList(ctx context.Context, p NodeListParams) ([]Node, error)
+	// NodeDeleteStale deletes the nodes whose last heartbeat is before
+	// before, returning how many were deleted.
+	NodeDeleteStale(ctx context.Context, before time.Time) (int, error)
+
 	// Now returns the database server's clock. Engines compare their own
 	// clock with it to find a node whose clock is too far off to judge
 	// leases and due times (see engine.Config.MaxClockSkew).
@@ -273,6 +289,33 @@ type RunStartParams struct {
 type ListDueParams struct {
 	Before time.Time
 	Limit  int // default 100, at most 10000
+	// Workflows, when not empty, lists only runs and steps of these
+	// workflows (an engine reconciles only what it can run), each read
+	// from its own index range: a workflow with a large backlog that no
+	// node of the caller's kind runs costs nothing. Empty: every
+	// workflow.
+	Workflows []string
+}
+
+// Handles tells a claim which steps the claiming node can run: the
+// workflow's name and the step's. A claim of a step it rejects is refused
+// with RefusedUnhandled and changes nothing (no attempt is used). Nil
+// accepts every step.
+type Handles func(workflow, step string) bool
+
+// Node is one engine process as the node registry records it.
+type Node struct {
+	ID          string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	// Info is the node's self-description as JSON (what it can run, its
+	// queues, its load); the store keeps it as given (at most 64 KiB).
+	Info []byte
+}
+
+// NodeListParams are the arguments of Store.NodeList.
+type NodeListParams struct {
+	AliveSince time.Time
 }
 
 // RunDeleteFinishedParams are the arguments of Store.RunDeleteFinished.
@@ -309,6 +352,9 @@ type StepClaimParams struct {
 	// WithOutputs lists steps whose outputs the result should carry (the
 	// step's dependencies, or the step itself for a compensation).
 	WithOutputs []string
+	// Handles, when set, refuses (RefusedUnhandled) a step the caller
+	// cannot run, before anything changes.
+	Handles Handles
 }
 
 // StepClaimResult is what Store.StepClaim returns.
@@ -371,6 +417,9 @@ type StepClaimManyParams struct {
 	Worker     string
 	LeaseUntil time.Time
 	Now        time.Time
+	// Handles, when set, refuses (RefusedUnhandled) the items the caller
+	// cannot run, before anything changes for them.
+	Handles Handles
 }
 
 // StepClaimOutcome is one item's answer in StepClaimMany: a result, or
@@ -399,6 +448,9 @@ type ReleaseClaim struct {
 	Fence      string
 	Worker     string
 	LeaseUntil time.Time
+	// Handles, when set, limits the claim to released steps the caller
+	// can run; the others are queued as usual.
+	Handles Handles
 }
 
 // StepCompleteOutcome is one item's answer in StepCompleteMany.
