@@ -29,10 +29,11 @@ func (s *Store) StepClaimMany(ctx context.Context, p persistence.StepClaimManyPa
 	for i, it := range p.Items {
 		items[i] = claimItem{stepKey: stepKey{it.RunID, it.Step}, deps: true}
 	}
-	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now)
+	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles)
 }
 
-func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time) ([]persistence.StepClaimOutcome, error) {
+func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time,
+	handles persistence.Handles) ([]persistence.StepClaimOutcome, error) {
 	if err := validToken("fence", fence, MaxFenceLen); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,8 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if err != nil {
 			return err
 		}
-		if err := s.startDueRuns(ctx, q, runs, byKey, now); err != nil {
+		claiming := refuseUnhandled(items, out, byKey, handles)
+		if err := s.startDueRuns(ctx, q, runs, byKey, claiming, now); err != nil {
 			return err
 		}
 		claimed, ended := claimItems(items, out, byKey, runs, fence, worker, lease, now)
@@ -113,6 +115,27 @@ func (s *Store) lockForClaim(ctx context.Context, q querier, keys []stepKey, run
 		runs[run.ID] = run
 	}
 	return byKey, runs, nil
+}
+
+// refuseUnhandled refuses the items whose steps handles rejects (before
+// anything is written), and returns the runs of the items still to be
+// decided.
+func refuseUnhandled(items []claimItem, out []persistence.StepClaimOutcome, byKey map[stepKey]*stepRow,
+	handles persistence.Handles) map[string]bool {
+	claiming := make(map[string]bool, len(items))
+	for i, it := range items {
+		if out[i].Err != nil {
+			continue
+		}
+		if r := byKey[it.stepKey]; r != nil {
+			if e := unhandledRefusal(handles, r); e != nil {
+				out[i].Err = e
+				continue
+			}
+		}
+		claiming[it.run] = true
+	}
+	return claiming
 }
 
 // claimItems decides each item's claim (forwardRefusal) and applies the
@@ -229,7 +252,7 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 	}
 	if !p.Compensation {
 		outs, err := s.claimMany(ctx, []claimItem{{stepKey: stepKey{p.RunID, p.Step}, outputs: p.WithOutputs}},
-			p.Fence, p.Worker, p.LeaseUntil, p.Now)
+			p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles)
 		if err != nil {
 			return persistence.StepClaimResult{}, err
 		}
@@ -246,6 +269,9 @@ func (s *Store) compensationClaim(ctx context.Context, p persistence.StepClaimPa
 	var res persistence.StepClaimResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepClaimResult{}
+		if err := s.compensationHandled(ctx, q, p); err != nil {
+			return err
+		}
 		n, err := s.exec(ctx, q, `UPDATE step_runs SET comp_attempt = comp_attempt + 1, fence = ?,
 			lease_expires_at = ?, next_attempt_at = NULL, updated_at = ?
 			WHERE run_id = ? AND step = ? AND status = ?
@@ -276,6 +302,26 @@ func (s *Store) compensationClaim(ctx context.Context, p persistence.StepClaimPa
 		return s.startCompensationAttempt(ctx, q, p, res.Step.CompAttempt, now)
 	})
 	return res, wrap("step claim", err)
+}
+
+// compensationHandled refuses (RefusedUnhandled) the compensation claim
+// of a step that p.Handles rejects, before the claim writes: it reads the
+// step's workflow, locked. A missing step is left to the claim to report.
+func (s *Store) compensationHandled(ctx context.Context, q querier, p persistence.StepClaimParams) error {
+	if p.Handles == nil {
+		return nil
+	}
+	var rows []stepRow
+	if err := s.selectAll(ctx, q, &rows, s.claimSelectSQL(1), pairArgs([]stepKey{{p.RunID, p.Step}})...); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if e := unhandledRefusal(p.Handles, &rows[0]); e != nil {
+		return e
+	}
+	return nil
 }
 
 // compensationReads returns a claimed compensation's step and run, with

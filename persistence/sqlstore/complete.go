@@ -236,7 +236,7 @@ func (b *completionBatch) releaseDependents(i int, r *stepRow, now time.Time) []
 		d.PendingDeps = 0
 		d.Status = string(persistence.StepQueued)
 		d.QueuedAt = nullTime{T: now, Valid: true}
-		if b.runStatus[r.RunID] == string(persistence.RunRunning) && b.budget.take(d.Queue) {
+		if b.runStatus[r.RunID] == string(persistence.RunRunning) && b.budget.take(d.Workflow, d.Step, d.Queue) {
 			claimRow(d, b.budget.fence, b.budget.worker, b.budget.lease, now)
 			b.claims = append(b.claims, releaseClaimed{i, dk})
 			continue

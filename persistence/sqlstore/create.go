@@ -446,7 +446,7 @@ func claimAtCreate(plans []runPlan, pre []error, budget *claimBudget) [][]int {
 		}
 		for j := range plans[i].steps {
 			st := &plans[i].steps[j]
-			if st.Status != persistence.StepQueued || !budget.take(st.Queue) {
+			if st.Status != persistence.StepQueued || !budget.take(plans[i].run.Workflow, st.Step, st.Queue) {
 				continue
 			}
 			started, lease := plans[i].run.CreatedAt, budget.lease

@@ -53,16 +53,38 @@ func forwardRefusal(r *stepRow, run persistence.Run, now time.Time) *persistence
 	return e
 }
 
+// handled reports whether a claim limited by h may take a step of
+// workflow named step: the one test every claim path makes (a nil h
+// takes every step).
+func handled(h persistence.Handles, workflow, step string) bool {
+	return h == nil || h(workflow, step)
+}
+
+// unhandledRefusal refuses the claim of r, a step the claiming node
+// cannot run (h rejects it), or returns nil when h accepts it. It is
+// decided before anything else about the claim, and before anything is
+// written.
+func unhandledRefusal(h persistence.Handles, r *stepRow) *persistence.ClaimRefusedError {
+	if handled(h, r.Workflow, r.Step) {
+		return nil
+	}
+	return &persistence.ClaimRefusedError{RunID: r.RunID, Step: r.Step, Reason: persistence.RefusedUnhandled,
+		Workflow: r.Workflow, Status: r.Status}
+}
+
 // startDueRuns starts the delayed (pending) runs among runs whose start
 // has come, in the claim's transaction: the first tasks of a delayed run
 // are its root steps, due at its StartAt, and the claim of one of them is
 // what starts the run on time (RunStart is the reconciler's safety net).
 // The runs become running and their root steps queued; runs and rows (the
-// claim's locked steps) are updated to match.
-func (s *Store) startDueRuns(ctx context.Context, q querier, runs map[string]persistence.Run, rows map[stepKey]*stepRow, now time.Time) error {
+// claim's locked steps) are updated to match. Only the runs in claiming
+// are started: those of which the batch claims a step (not one refused
+// before, say because the node cannot run it).
+func (s *Store) startDueRuns(ctx context.Context, q querier, runs map[string]persistence.Run, rows map[stepKey]*stepRow,
+	claiming map[string]bool, now time.Time) error {
 	var due []string
 	for id, r := range runs {
-		if r.Status == persistence.RunPending && !r.StartAt.After(now) {
+		if claiming[id] && r.Status == persistence.RunPending && !r.StartAt.After(now) {
 			due = append(due, id)
 		}
 	}
@@ -135,6 +157,7 @@ func claimRow(r *stepRow, fence, worker string, lease, now time.Time) {
 // claimed for the caller, and how many more. A nil budget allows none.
 type claimBudget struct {
 	queues        map[string]bool
+	handles       persistence.Handles
 	left          int
 	fence, worker string
 	lease         time.Time
@@ -144,18 +167,19 @@ func newClaimBudget(rc *persistence.ReleaseClaim) *claimBudget {
 	if rc == nil {
 		return nil
 	}
-	b := &claimBudget{queues: make(map[string]bool, len(rc.Queues)), left: rc.Max, fence: rc.Fence, worker: rc.Worker,
-		lease: norm(rc.LeaseUntil)}
+	b := &claimBudget{queues: make(map[string]bool, len(rc.Queues)), handles: rc.Handles, left: rc.Max, fence: rc.Fence,
+		worker: rc.Worker, lease: norm(rc.LeaseUntil)}
 	for _, q := range rc.Queues {
 		b.queues[q] = true
 	}
 	return b
 }
 
-// take reports whether a ready step of queue is claimed for the caller,
-// and counts it.
-func (b *claimBudget) take(queue string) bool {
-	if b == nil || b.left <= 0 || !b.queues[queue] {
+// take reports whether a ready step (of workflow, named step, in queue)
+// is claimed for the caller, and counts it: a step the caller cannot run
+// (handles) is left queued.
+func (b *claimBudget) take(workflow, step, queue string) bool {
+	if b == nil || b.left <= 0 || !b.queues[queue] || !handled(b.handles, workflow, step) {
 		return false
 	}
 	b.left--
