@@ -22,12 +22,25 @@ type Query struct {
 // The reconciler's and the listing queries. Each is served by an index of
 // the migrations (named in the comment); the MySQL tests EXPLAIN them.
 
-func (s *Store) runListDueQuery(p persistence.ListDueParams) Query {
-	// idx_runs_start_due (start_due, id): start_due is start_at while a
-	// run is pending, NULL after (migration 00003).
-	return Query{Name: "RunListDue", SQL: `SELECT ` + runCols + ` FROM workflow_runs
-		WHERE start_due <= ? ORDER BY start_due, id LIMIT ?`,
-		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)}}
+// runListDueQueries builds RunListDue's statements. Without workflows,
+// one: idx_runs_start_due (start_due, id), where start_due is start_at
+// while a run is pending and NULL after (migration 00003). With them, one
+// per workflow, each a range of idx_runs_wf_start_due (workflow,
+// start_due, id) (MySQL migration 00007, SQLite 00006), so that another
+// workflow's pending runs are never read; the caller merges them.
+func (s *Store) runListDueQueries(p persistence.ListDueParams) []Query {
+	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
+	if len(p.Workflows) == 0 {
+		return []Query{{Name: "RunListDue", SQL: `SELECT ` + runCols + ` FROM workflow_runs
+		WHERE start_due <= ? ORDER BY start_due, id LIMIT ?`, Args: []any{before, limit}}}
+	}
+	out := make([]Query, 0, len(p.Workflows))
+	for _, wf := range p.Workflows {
+		out = append(out, Query{Name: "RunListDue@" + wf, SQL: `SELECT ` + runCols + ` FROM workflow_runs` +
+			s.d.useIndex("idx_runs_wf_start_due") + ` WHERE workflow = ? AND start_due <= ? ORDER BY start_due, id LIMIT ?`,
+			Args: []any{wf, before, limit}})
+	}
+	return out
 }
 
 func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Query {
@@ -39,47 +52,81 @@ func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Qu
 		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 1000, 10000)}}
 }
 
-// The reconciler's step queries read idx_steps_due (status, due_at), one
-// index range scan each. due_at is a generated column (migration 00003):
-// queued_at for a queued step, next_attempt_at for a retrying one,
-// lease_expires_at for a running one, the first set of lease_expires_at,
-// next_attempt_at and queued_at for a compensating one, finished_at for a
-// dead one. The original column conditions stay in each query, so a query
-// means what it says whatever due_at holds; due_at only narrows the scan.
-// The callers merge the results by time.
-func (s *Store) stepListQueuedQueries(p persistence.ListDueParams) []Query {
+// The reconciler's step queries read idx_steps_wf_due (status, workflow,
+// due_at, run_id, step) (MySQL migration 00007, SQLite 00006). due_at is
+// a generated column (migration 00003): queued_at for a queued step,
+// next_attempt_at for a retrying one, lease_expires_at for a running one,
+// the first set of lease_expires_at, next_attempt_at and queued_at for a
+// compensating one. The original column conditions stay in each query,
+// so a query means what it says whatever due_at holds; due_at only
+// narrows the scan. The callers merge the results by time.
+//
+// With ListDueParams.Workflows, each status is read once per workflow,
+// one index range each (status, workflow, due_at < before), at most limit
+// rows: a backlog of another workflow is never read. Without, each status
+// is read over every workflow: the status's due entries of the index, in
+// workflow order, sorted by due_at before the limit applies (the cost
+// grows with that status's due steps; engines pass their workflows).
+func (s *Store) dueStepQueries(p persistence.ListDueParams, name string, st persistence.StepStatus, cond string, times int) []Query {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	return []Query{
-		{Name: "StepListQueued/queued", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND due_at < ? AND queued_at < ? ORDER BY due_at LIMIT ?`,
-			Args: []any{string(persistence.StepQueued), before, before, limit}},
-		{Name: "StepListQueued/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND due_at < ? AND queued_at < ? AND lease_expires_at IS NULL AND next_attempt_at IS NULL
-			ORDER BY due_at LIMIT ?`,
-			Args: []any{string(persistence.StepCompensating), before, before, limit}},
+	args := func(wf ...any) []any {
+		a := append([]any{string(st)}, wf...)
+		for range times {
+			a = append(a, before)
+		}
+		return append(a, limit)
 	}
+	if len(p.Workflows) == 0 {
+		return []Query{{Name: name, SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND ` + cond + ` ORDER BY due_at LIMIT ?`, Args: args()}}
+	}
+	out := make([]Query, 0, len(p.Workflows))
+	for _, wf := range p.Workflows {
+		out = append(out, Query{Name: name + "@" + wf, SQL: `SELECT ` + stepCols + ` FROM step_runs
+			WHERE status = ? AND workflow = ? AND ` + cond + ` ORDER BY due_at LIMIT ?`, Args: args(wf)})
+	}
+	return out
+}
+
+func (s *Store) stepListQueuedQueries(p persistence.ListDueParams) []Query {
+	return append(
+		s.dueStepQueries(p, "StepListQueued/queued", persistence.StepQueued, `due_at < ? AND queued_at < ?`, 2),
+		s.dueStepQueries(p, "StepListQueued/compensating", persistence.StepCompensating,
+			`due_at < ? AND queued_at < ? AND lease_expires_at IS NULL AND next_attempt_at IS NULL`, 2)...)
 }
 
 func (s *Store) stepListRetryDueQueries(p persistence.ListDueParams) []Query {
-	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	return []Query{
-		{Name: "StepListRetryDue/retrying", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND due_at <= ? AND next_attempt_at <= ? ORDER BY due_at LIMIT ?`,
-			Args: []any{string(persistence.StepRetrying), before, before, limit}},
-		{Name: "StepListRetryDue/compensating", SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND due_at <= ? AND next_attempt_at <= ? AND lease_expires_at IS NULL ORDER BY due_at LIMIT ?`,
-			Args: []any{string(persistence.StepCompensating), before, before, limit}},
-	}
+	return append(
+		s.dueStepQueries(p, "StepListRetryDue/retrying", persistence.StepRetrying, `due_at <= ? AND next_attempt_at <= ?`, 2),
+		s.dueStepQueries(p, "StepListRetryDue/compensating", persistence.StepCompensating,
+			`due_at <= ? AND next_attempt_at <= ? AND lease_expires_at IS NULL`, 2)...)
 }
 
 func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query {
-	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
-	q := func(st persistence.StepStatus) Query {
-		return Query{Name: "StepListLeaseExpired/" + string(st), SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND due_at < ? AND lease_expires_at < ? ORDER BY due_at LIMIT ?`,
-			Args: []any{string(st), before, before, limit}}
+	const cond = `due_at < ? AND lease_expires_at < ?`
+	return append(
+		s.dueStepQueries(p, "StepListLeaseExpired/running", persistence.StepRunning, cond, 2),
+		s.dueStepQueries(p, "StepListLeaseExpired/compensating", persistence.StepCompensating, cond, 2)...)
+}
+
+// dueWorkflows checks ListDueParams.Workflows and returns p with them
+// sorted, without repeats.
+func dueWorkflows(p persistence.ListDueParams) (persistence.ListDueParams, error) {
+	if len(p.Workflows) == 0 {
+		return p, nil
 	}
-	return []Query{q(persistence.StepRunning), q(persistence.StepCompensating)}
+	if len(p.Workflows) > MaxDueWorkflows {
+		return p, invalid("workflows", strconv.Itoa(len(p.Workflows)), fmt.Sprintf("names more than %d workflows", MaxDueWorkflows))
+	}
+	for _, wf := range p.Workflows {
+		if err := validName("workflow name", wf); err != nil {
+			return p, err
+		}
+	}
+	wfs := slices.Clone(p.Workflows)
+	slices.Sort(wfs)
+	p.Workflows = slices.Compact(wfs)
+	return p, nil
 }
 
 // runListWhere turns RunList's filters into conditions, and its
@@ -291,20 +338,20 @@ func decodeRunCursor(c string) (time.Time, string, error) {
 }
 
 // stepListDeadQuery builds StepListDead's query: newest first by
-// (finished_at, run_id, step). Indexes (migration 00003): idx_steps_due
-// (status, due_at, run_id, step), where due_at is finished_at for a dead
-// step; with a workflow, idx_steps_dead_wf (dead_workflow, dead_at, run_id,
-// step), whose columns are the workflow and finished_at of dead steps only.
+// (finished_at, run_id, step). dead_at and dead_workflow (migration 00003)
+// are finished_at and the workflow of dead steps only, NULL for the
+// others, so live steps never touch their indexes: idx_steps_dead
+// (dead_at, run_id, step) (MySQL migration 00007, SQLite 00006), and with
+// a workflow idx_steps_dead_wf (dead_workflow, dead_at, run_id, step).
 func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []any, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
-	at := "due_at"
-	where := []string{"status = ?"}
-	args := []any{string(persistence.StepDead)}
+	const at = "dead_at"
+	where := []string{"dead_at IS NOT NULL"}
+	var args []any
 	if p.Workflow != "" {
 		if err := validName("workflow name", p.Workflow); err != nil {
 			return "", nil, 0, err
 		}
-		at = "dead_at"
 		where = []string{"dead_workflow = ?"}
 		args = []any{p.Workflow}
 	}
@@ -327,16 +374,23 @@ func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []a
 }
 
 // IndexedQueries returns the reconciler's and the listing queries with
-// arguments for the time now, and the statements of claim and completion
+// arguments for the time now (the reconciler's for every workflow, and
+// per workflow for "w1" and "w3"), and the statements of claim and completion
 // batches that name steps by key (named StepClaimMany/... and
 // StepCompleteMany/...), exactly as the store builds them, so that tests
 // can EXPLAIN them.
 func (s *Store) IndexedQueries(now time.Time) []Query {
-	due := persistence.ListDueParams{Before: now, Limit: 100}
-	qs := []Query{s.runListDueQuery(due), s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now})}
-	qs = append(qs, s.stepListQueuedQueries(due)...)
-	qs = append(qs, s.stepListRetryDueQueries(due)...)
-	qs = append(qs, s.stepListLeaseExpiredQueries(due)...)
+	var qs []Query
+	for _, due := range []persistence.ListDueParams{
+		{Before: now, Limit: 100},
+		{Before: now, Limit: 100, Workflows: []string{"w1", "w3"}},
+	} {
+		qs = append(qs, s.runListDueQueries(due)...)
+		qs = append(qs, s.stepListQueuedQueries(due)...)
+		qs = append(qs, s.stepListRetryDueQueries(due)...)
+		qs = append(qs, s.stepListLeaseExpiredQueries(due)...)
+	}
+	qs = append(qs, s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now}))
 	cursor := encodeCursor(now, "zzzz")
 	for _, c := range RunListShapes(now.AddDate(-10, 0, 0), now) {
 		for _, cur := range []struct{ suffix, cursor string }{{"", ""}, {"+cursor", cursor}} {

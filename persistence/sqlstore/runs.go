@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -175,13 +176,29 @@ func (s *Store) queueSteps(ctx context.Context, q querier, runID string, rows []
 	return out, err
 }
 
-// RunListDue implements persistence.Store.
+// RunListDue implements persistence.Store: the due pending runs, by
+// (start_at, id), of every workflow or of p.Workflows (one query each,
+// merged; runListDueQueries).
 func (s *Store) RunListDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.Run, error) {
-	qq := s.runListDueQuery(p)
-	var rows []runRow
-	if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
-		return nil, wrap("run list due", err)
+	p, err := dueWorkflows(p)
+	if err != nil {
+		return nil, err
 	}
+	var rows []runRow
+	for _, qq := range s.runListDueQueries(p) {
+		var part []runRow
+		if err := s.selectAll(ctx, s.db, &part, qq.SQL, qq.Args...); err != nil {
+			return nil, wrap("run list due", err)
+		}
+		rows = append(rows, part...)
+	}
+	slices.SortStableFunc(rows, func(a, b runRow) int {
+		if c := a.StartAt.T.Compare(b.StartAt.T); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	rows = rows[:min(len(rows), clampLimit(p.Limit, 100, 10000))]
 	out := make([]persistence.Run, 0, len(rows))
 	for _, r := range rows {
 		run, err := r.record()

@@ -396,6 +396,10 @@ func (s *Store) mergeSteps(ctx context.Context, qs []Query, limit int, key func(
 
 // StepListQueued implements persistence.Store.
 func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	p, err := dueWorkflows(p)
+	if err != nil {
+		return nil, err
+	}
 	out, err := s.mergeSteps(ctx, s.stepListQueuedQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.QueuedAt.T })
 	return out, wrap("step list queued", err)
@@ -403,6 +407,10 @@ func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams)
 
 // StepListRetryDue implements persistence.Store.
 func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	p, err := dueWorkflows(p)
+	if err != nil {
+		return nil, err
+	}
 	out, err := s.mergeSteps(ctx, s.stepListRetryDueQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.NextAttemptAt.T })
 	return out, wrap("step list retry due", err)
@@ -410,6 +418,10 @@ func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParam
 
 // StepListLeaseExpired implements persistence.Store.
 func (s *Store) StepListLeaseExpired(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
+	p, err := dueWorkflows(p)
+	if err != nil {
+		return nil, err
+	}
 	out, err := s.mergeSteps(ctx, s.stepListLeaseExpiredQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.LeaseExpiresAt.T })
 	return out, wrap("step list lease expired", err)

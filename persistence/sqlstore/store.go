@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -31,6 +32,9 @@ type Store struct {
 	maxPayload int
 	// wsem serializes write transactions when the dialect asks for it.
 	wsem chan struct{}
+	// idMu guards storeID, the store's id once read (StoreID).
+	idMu    sync.Mutex
+	storeID string
 }
 
 var (

@@ -33,6 +33,9 @@ const (
 	// DefaultMaxPayload is the default limit on inputs, outputs and
 	// metadata.
 	DefaultMaxPayload = 1 << 20
+	// MaxDueWorkflows is the most workflows one reconciler listing
+	// (ListDueParams.Workflows) may name: each costs a query per status.
+	MaxDueWorkflows = 1000
 	// DefaultQueue is the queue of a step created without one.
 	DefaultQueue = "default"
 )
