@@ -151,3 +151,54 @@ func queryPlan(t *testing.T, db *sql.DB, q sqlstore.Query) []string {
 	}
 	return out
 }
+
+// TestQueriesUseIndexes checks, by EXPLAIN QUERY PLAN, that the
+// reconciler's queries, the dead-letter list, the node registry's and the
+// batch statements search an index (never SCAN a table or an index), and
+// that the reconciler's per-workflow queries (named "...@workflow"), the
+// unfiltered dead-letter list and the stale-node read each search their
+// index in the order asked for (no temporary B-tree). RunList's pages are
+// checked by TestRunListPagesAreSeeks.
+func TestQueriesUseIndexes(t *testing.T) {
+	s := openStore(t)
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-time.Hour))...)
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, "RunList/") {
+			continue
+		}
+		want := rangeOf(q.Name)
+		found := false
+		for _, line := range queryPlan(t, s.DB(), q) {
+			t.Logf("%-40s %s", q.Name, line)
+			switch {
+			case strings.HasPrefix(line, "SCAN "):
+				t.Errorf("%s: %q scans\n%s", q.Name, line, q.SQL)
+			case want != "" && strings.Contains(line, "TEMP B-TREE"):
+				t.Errorf("%s: %q sorts; want %s read in order\n%s", q.Name, line, want, q.SQL)
+			case want != "" && strings.HasPrefix(line, "SEARCH ") &&
+				(strings.Contains(line, "INDEX "+want+" ") || strings.HasSuffix(line, "INDEX "+want)):
+				found = true
+			}
+		}
+		if want != "" && !found {
+			t.Errorf("%s: does not search %s\n%s", q.Name, want, q.SQL)
+		}
+	}
+}
+
+// rangeOf returns the index a query must search in the order it asks
+// for, or "" (see the MySQL test of the same name).
+func rangeOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, "RunListDue@"):
+		return "idx_runs_wf_start_due"
+	case strings.HasPrefix(name, "StepList") && strings.Contains(name, "@"):
+		return "idx_steps_wf_due"
+	case name == "StepListDead", name == "StepListDead/cursor":
+		return "idx_steps_dead"
+	case name == "NodeDeleteStale":
+		return "idx_nodes_heartbeat"
+	}
+	return ""
+}

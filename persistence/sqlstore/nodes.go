@@ -112,11 +112,14 @@ func (s *Store) NodeDeleteStale(ctx context.Context, before time.Time) (int, err
 	return int(n), wrap("node delete stale", err)
 }
 
-// NodeQueries returns the node registry's reads, for tests to EXPLAIN.
-func (s *Store) NodeQueries(now time.Time) []Query {
+// NodeQueries returns the node registry's reads for the nodes alive
+// since aliveSince, and the stale ones before staleBefore (what
+// NodeDeleteStale deletes), for tests to EXPLAIN. NodeList sorts the live
+// nodes by id.
+func (s *Store) NodeQueries(aliveSince, staleBefore time.Time) []Query {
 	return []Query{
 		{Name: "NodeList", SQL: `SELECT id, started_at, heartbeat_at, info FROM dagflow_nodes` +
-			s.d.useIndex("idx_nodes_heartbeat") + ` WHERE heartbeat_at >= ? ORDER BY id`, Args: []any{s.t(norm(now))}},
-		{Name: "NodeDeleteStale", SQL: `SELECT id FROM dagflow_nodes WHERE heartbeat_at < ?`, Args: []any{s.t(norm(now))}},
+			s.d.useIndex("idx_nodes_heartbeat") + ` WHERE heartbeat_at >= ? ORDER BY id`, Args: []any{s.t(norm(aliveSince))}},
+		{Name: "NodeDeleteStale", SQL: `SELECT id FROM dagflow_nodes WHERE heartbeat_at < ?`, Args: []any{s.t(norm(staleBefore))}},
 	}
 }

@@ -61,3 +61,58 @@ func RunUpgradeRunningAttempts(t *testing.T, open func(t *testing.T) (persistenc
 		t.Errorf("a completed after the upgrade (-want +got):\n%s", diff)
 	}
 }
+
+// RunUpgradeIsolation checks the migration that adds reconciling by
+// workflow, the store id and the node registry. open returns a store
+// whose database is migrated up to the version before that migration,
+// with data in it, and a function that applies the rest. After it, the
+// runs and steps written before are listed by workflow, the dead-letter
+// list still finds the dead steps, the store has an id, and nodes
+// register.
+func RunUpgradeIsolation(t *testing.T, open func(t *testing.T) (persistence.Store, func() error)) {
+	st, migrate := open(t)
+	c := ctx(t)
+	queued := createRun(t, st, "a", "", "x").Run.ID
+	expired := createRun(t, st, "b", "", "x").Run.ID
+	claim(t, st, expired, "x", "f", at(time.Second))
+	dead := createRun(t, st, "b", "", "x", "y").Run.ID
+	claim(t, st, dead, "x", "f", at(time.Second))
+	if _, err := st.StepFail(c, persistence.StepFailParams{RunID: dead, Step: "x", Fence: "f", Error: "x", Now: at(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := st.RunCreate(c, persistence.RunCreateParams{ID: newID(t), Workflow: "a", Now: t0, StartAt: at(time.Minute), Steps: specs("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := migrate(); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	late := persistence.ListDueParams{Before: at(time.Hour)}
+	byWF := func(wf ...string) persistence.ListDueParams { p := late; p.Workflows = wf; return p }
+	if q, err := st.StepListQueued(c, byWF("a")); err != nil || len(q) != 1 || q[0].RunID != queued {
+		t.Errorf("StepListQueued(a) after the upgrade = %v, %v; want a's queued step", names(q), err)
+	}
+	if q, err := st.StepListQueued(c, late); err != nil || len(q) != 2 {
+		t.Errorf("StepListQueued after the upgrade = %v, %v; want 2 (a's x, b's y)", names(q), err)
+	}
+	if e, err := st.StepListLeaseExpired(c, byWF("b")); err != nil || len(e) != 1 || e[0].RunID != expired {
+		t.Errorf("StepListLeaseExpired(b) after the upgrade = %v, %v; want b's running step", names(e), err)
+	}
+	if e, err := st.StepListLeaseExpired(c, byWF("a")); err != nil || len(e) != 0 {
+		t.Errorf("StepListLeaseExpired(a) after the upgrade = %v, %v; want none", names(e), err)
+	}
+	if d, err := st.RunListDue(c, byWF("a")); err != nil || len(d) != 1 || d[0].ID != pending.Run.ID {
+		t.Errorf("RunListDue(a) after the upgrade = %+v, %v; want the delayed run", d, err)
+	}
+	page, err := st.StepListDead(c, persistence.StepListDeadParams{})
+	if err != nil || len(page.Steps) != 1 || page.Steps[0].RunID != dead {
+		t.Errorf("StepListDead after the upgrade = %v, %v; want the dead step", names(page.Steps), err)
+	}
+	if id, err := st.StoreID(c); err != nil || id == "" {
+		t.Errorf("StoreID after the upgrade = %q, %v", id, err)
+	}
+	if err := st.NodeHeartbeat(c, persistence.Node{ID: "n", HeartbeatAt: t0}); err != nil {
+		t.Errorf("NodeHeartbeat after the upgrade: %v", err)
+	}
+}
