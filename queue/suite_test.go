@@ -683,6 +683,29 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 			t.Errorf("New without client: %v", err)
 		}
 	})
+
+	t.Run("Bind", func(t *testing.T) {
+		q, _ := setup(t)
+		if owner, err := q.Bind(ctx, "db-1"); err != nil || owner != "db-1" {
+			t.Fatalf("first bind: %q, %v", owner, err)
+		}
+		if owner, err := q.Bind(ctx, "db-1"); err != nil || owner != "db-1" {
+			t.Errorf("bind again: %q, %v", owner, err)
+		}
+		if owner, err := q.Bind(ctx, "db-2"); err != nil || owner != "db-1" {
+			t.Errorf("bind of another store: %q, %v; want the first store's id", owner, err)
+		}
+		// Redis lost the binding (a flush): the next Bind writes it again.
+		if err := q.client.Del(ctx, q.bindingKey()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if owner, err := q.Bind(ctx, "db-2"); err != nil || owner != "db-2" {
+			t.Errorf("bind after a flush: %q, %v", owner, err)
+		}
+		if _, err := q.Bind(ctx, ""); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("bind of an empty id: %v", err)
+		}
+	})
 }
 
 func mustEnqueue(t testing.TB, q *Queue, queue string, items ...Item) []bool {
