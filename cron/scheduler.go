@@ -155,10 +155,12 @@ func (s *Scheduler) spec(sc persistence.Schedule) (*Spec, error) {
 }
 
 // Sync stores the declared schedules: each is created or updated (keeping
-// its last tick, paused flag and history, and clearing Disabled), and
-// every stored schedule not among them is disabled — kept with its
-// history, no longer fired. With no declarations Sync disables nothing,
-// so that nodes and tools that declare no schedules leave them alone.
+// its last tick, paused flag and history, and clearing Disabled). A
+// stored schedule that this node does not declare is left as it is: in a
+// rolling deploy the nodes of the older version do not declare the newer
+// one's schedules, and one node's code is not the cluster's. It keeps
+// firing on the nodes that run its workflow; an operator retires it with
+// Disable (or Pause). Sync logs the schedules it leaves.
 func (s *Scheduler) Sync(ctx context.Context, decls []persistence.Schedule) error {
 	now := s.cfg.Clock.Now()
 	declared := map[string]bool{}
@@ -179,15 +181,11 @@ func (s *Scheduler) Sync(ctx context.Context, decls []persistence.Schedule) erro
 	if err != nil {
 		return fmt.Errorf("cron: list schedules: %w", err)
 	}
-	yes := true
 	for _, sc := range stored {
-		if declared[sc.Name] || sc.Disabled {
-			continue
+		if !declared[sc.Name] && !sc.Disabled && !sc.Paused {
+			s.log.Info("a stored schedule is not declared by this node: it keeps firing where its workflow runs; disable it if it was retired",
+				"schedule", sc.Name, "workflow", sc.Workflow)
 		}
-		if _, err := s.cfg.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: sc.Name, Disabled: &yes, Now: now}); err != nil {
-			return fmt.Errorf("cron: disable schedule %q: %w", sc.Name, err)
-		}
-		s.log.Warn("schedule is no longer declared: disabled", "schedule", sc.Name)
 	}
 	return nil
 }
@@ -554,6 +552,17 @@ func (s *Scheduler) info(sc persistence.Schedule, now time.Time, n int) Info {
 	return in
 }
 
+// Disable retires a schedule: it no longer fires, and Trigger refuses it,
+// until a node declares it again (Sync clears Disabled). Its history is
+// kept. It is how an operator stops a schedule removed from the code.
+func (s *Scheduler) Disable(ctx context.Context, name string) error {
+	yes := true
+	if _, err := s.cfg.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: name, Disabled: &yes, Now: s.cfg.Clock.Now()}); err != nil {
+		return fmt.Errorf("cron: disable schedule %q: %w", name, err)
+	}
+	return nil
+}
+
 // Pause stops a schedule from firing until Resume; the ticks in between
 // are not caught up.
 func (s *Scheduler) Pause(ctx context.Context, name string) error {
@@ -588,8 +597,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	return nil
 }
 
-// ErrDisabled is returned by Trigger for a schedule that is no longer
-// declared.
+// ErrDisabled is returned by Trigger for a schedule an operator disabled.
 var ErrDisabled = errors.New("cron: schedule is disabled")
 
 // Trigger starts a run of the schedule now, outside its ticks and its

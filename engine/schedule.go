@@ -200,7 +200,7 @@ func (e *Engine) startScheduler() {
 		for {
 			// A node whose clock is off (health.go) would fire ticks
 			// early: the others fire them.
-			if !e.clockSkewed() {
+			if !e.paused() {
 				if _, err := s.Pass(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
 					e.log.Warn("schedule pass failed", "err", err)
 				}
@@ -250,6 +250,14 @@ func (e *Engine) ScheduleHistory(ctx context.Context, name string, limit int) ([
 // ResumeSchedule. The ticks in between are not caught up.
 func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
 	return e.scheduler().Pause(ctx, name)
+}
+
+// DisableSchedule retires a schedule on every node: it no longer fires
+// and cannot be triggered, until a node declares it again. A schedule is
+// never disabled otherwise — not because a node (of an older deploy, say)
+// does not declare it.
+func (e *Engine) DisableSchedule(ctx context.Context, name string) error {
+	return e.scheduler().Disable(ctx, name)
 }
 
 // ResumeSchedule lets a paused schedule fire again from its next tick.

@@ -467,13 +467,20 @@ func TestScheduleAPI(t *testing.T) {
 		t.Errorf("Schedule after Start: %v", err)
 	}
 
-	// A node that no longer declares "old" disables it, keeping it.
+	// A node that does not declare "old" (an older or newer deploy's)
+	// leaves it enabled; only an explicit action disables it.
 	stopNode(t, e)
 	e2 := startNode(t, c, nodeConfig{clock: clock, interval: -1, noWorkers: true, workflows: []*dag.Workflow{wf},
 		declare: func(e *engine.Engine) error { return e.Schedule("hourly-report", "0 * * * *", "report", nil) }})
 	old, err := e2.GetSchedule(ctx, "old")
-	if err != nil || !old.Disabled {
-		t.Errorf("undeclared schedule: %+v, %v; want disabled", old.Schedule, err)
+	if err != nil || old.Disabled {
+		t.Errorf("undeclared schedule: %+v, %v; want it left enabled", old.Schedule, err)
+	}
+	if err := e2.DisableSchedule(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if old, err := e2.GetSchedule(ctx, "old"); err != nil || !old.Disabled {
+		t.Errorf("disabled schedule: %+v, %v; want disabled", old.Schedule, err)
 	}
 	if _, err := e2.TriggerSchedule(ctx, "old"); !errors.Is(err, cron.ErrDisabled) {
 		t.Errorf("trigger disabled: %v", err)
