@@ -244,7 +244,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 // of the batch's own steps), or nil when there is nothing to fill (or the
 // node is stopping or runs no workers). It returns the free slots taken.
 func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
-	if e.slots == nil || e.fetchCtx.Err() != nil || e.clockSkewed() {
+	if e.slots == nil || e.fetchCtx.Err() != nil || e.paused() {
 		return nil, 0
 	}
 	n := e.slots.tryTake(max)
@@ -253,7 +253,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	}
 	return &persistence.ReleaseClaim{
 		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
-		LeaseUntil: e.clock.Now().Add(e.cfg.Lease),
+		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), Handles: e.handles,
 	}, n
 }
 

@@ -63,6 +63,7 @@ type Engine struct {
 	// clockOK wakes a fetch loop paused by clock skew (health.go).
 	clockOK   chan struct{}
 	redisWarn redisWarnings
+	unhandled unhandledLog
 
 	// Schedules (schedule.go): declarations made before Start, and the
 	// cron scheduler, made on first use.
@@ -182,7 +183,11 @@ func (e *Engine) Workflows() []string {
 //     (step.go), whose outcome goes to the committers (outcome.go);
 //   - the reconciler (reconcile.go) refills Redis from the store;
 //   - the clock check (health.go) stops claims on a skewed node;
-//   - the scheduler (schedule.go) fires schedules through Trigger.
+//   - the scheduler (schedule.go) fires schedules through Trigger;
+//   - the node loop (nodes.go) keeps this node in the node registry.
+//
+// Before them, Start binds the Redis prefix to the store (isolation.go)
+// and records the node in the registry.
 //
 // It returns at once; the engine runs until Stop, which ends them in the
 // reverse order. ctx only bounds the start itself.
@@ -193,9 +198,20 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		return ErrAlreadyStarted
 	}
+	// Before anything touches Redis: a prefix of another database's
+	// is not this engine's to work.
+	if err := e.bindNamespace(ctx); err != nil {
+		e.state.Store(0)
+		return err
+	}
 	if err := e.syncSchedules(ctx); err != nil {
 		e.state.Store(0)
 		return err
+	}
+	started := e.clock.Now()
+	if err := e.heartbeatNode(ctx, started); err != nil {
+		e.state.Store(0)
+		return fmt.Errorf("engine: node registry: %w", err)
 	}
 	// Before any claim: a node whose clock is off claims nothing.
 	e.checkClock(ctx)
@@ -224,6 +240,8 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.clockLoop()
 	}
+	e.wg.Add(1)
+	go e.nodeLoop(started)
 	e.startScheduler()
 	e.log.Info("engine started", "concurrency", e.cfg.Concurrency, "queues", e.queueNames())
 	return nil

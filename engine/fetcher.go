@@ -44,9 +44,10 @@ func (e *Engine) fetchLoop() {
 	defer close(e.fetchDone)
 	backoff := 50 * time.Millisecond
 	for {
-		if e.clockSkewed() {
-			// This node's clock is off (health.go): claim nothing until
-			// it is right again.
+		if e.paused() {
+			// This node's clock is off (health.go), or its Redis prefix
+			// is another database's (isolation.go): claim nothing until
+			// that is right again.
 			select {
 			case <-e.clockOK:
 			case <-time.After(time.Second):
@@ -140,6 +141,7 @@ func (e *Engine) claimBatch(batch []*execution) {
 	e.stats.claimItems.Add(int64(len(batch)))
 	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
 		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+		Handles: e.handles,
 	})
 	if err != nil {
 		// The store could not be asked: the tasks come back soon.
@@ -188,6 +190,7 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 		LeaseUntil:   now.Add(e.cfg.Lease),
 		Now:          now,
 		WithOutputs:  withOutputs,
+		Handles:      e.handles,
 	})
 	switch {
 	case err == nil:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -22,6 +23,10 @@ const reconcileBatch = 500
 //   - compensating runs, whose saga is advanced in case a crash
 //     interrupted it.
 //
+// A node reconciles only the workflows it has registered: the runs and
+// steps of others (a newer deploy's, or another application's sharing
+// the database) are left to the nodes that run them.
+//
 // Every node runs one; passes on several nodes at once are safe.
 func (e *Engine) reconcileLoop() {
 	defer e.wg.Done()
@@ -33,8 +38,13 @@ func (e *Engine) reconcileLoop() {
 			return
 		case <-t.C:
 		}
-		if e.clockSkewed() {
-			continue // its clock would start retries and delayed runs early
+		if err := e.bindNamespace(e.fetchCtx); err != nil && !errors.Is(err, ErrNamespaceConflict) && e.fetchCtx.Err() == nil {
+			e.log.Debug("reconcile: binding the Redis prefix failed", "err", err)
+		}
+		if e.paused() {
+			// A skewed clock would start retries and delayed runs early;
+			// another database's prefix is not this node's to refill.
+			continue
 		}
 		if _, err := e.Reconcile(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
 			e.log.Warn("reconcile pass failed", "err", err)
@@ -56,15 +66,31 @@ type ReconcileResult struct {
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	var r ReconcileResult
 	now := e.clock.Now()
+	workflows := e.registeredNames()
+	if len(workflows) > 0 {
+		if err := e.reconcileStore(ctx, now, workflows, &r); err != nil {
+			return r, err
+		}
+	}
+	for name := range e.allQueues() {
+		if _, err := e.q.Sweep(ctx, name, reconcileBatch); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
 
-	due, err := e.store.RunListDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+// reconcileStore is the part of a pass that reads the store: the runs
+// and steps of workflows, due or lost, are put back into Redis.
+func (e *Engine) reconcileStore(ctx context.Context, now time.Time, workflows []string, r *ReconcileResult) error {
+	due, err := e.store.RunListDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
-		return r, err
+		return err
 	}
 	for _, run := range due {
 		queued, err := e.store.RunStart(ctx, persistence.RunStartParams{RunID: run.ID, Now: now})
 		if err != nil {
-			return r, err
+			return err
 		}
 		r.RunsStarted++
 		e.enqueueSteps(ctx, queued)
@@ -72,39 +98,35 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 
 	// Steps queued less than one interval ago are most likely in Redis
 	// already (or being enqueued right now); leave them.
-	queued, err := e.store.StepListQueued(ctx, persistence.ListDueParams{Before: now.Add(-e.cfg.ReconcileInterval), Limit: reconcileBatch})
+	queued, err := e.store.StepListQueued(ctx, persistence.ListDueParams{Before: now.Add(-e.cfg.ReconcileInterval), Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.Queued = e.requeue(ctx, queued, now, false)
 
-	retries, err := e.store.StepListRetryDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+	retries, err := e.store.StepListRetryDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.RetriesDue = e.requeue(ctx, retries, now, false)
 
-	expired, err := e.store.StepListLeaseExpired(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch})
+	expired, err := e.store.StepListLeaseExpired(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.LeaseExpired = e.requeue(ctx, expired, now, true)
 
-	page, err := e.store.RunList(ctx, persistence.RunListParams{Status: []persistence.RunStatus{persistence.RunCompensating}, Limit: reconcileBatch})
-	if err != nil {
-		return r, err
-	}
-	for _, run := range page.Runs {
-		e.advanceSagaRun(ctx, run)
-		r.Sagas++
-	}
-
-	for name := range e.allQueues() {
-		if _, err := e.q.Sweep(ctx, name, reconcileBatch); err != nil {
-			return r, err
+	for _, wf := range workflows {
+		page, err := e.store.RunList(ctx, persistence.RunListParams{Workflow: wf, Status: []persistence.RunStatus{persistence.RunCompensating}, Limit: reconcileBatch})
+		if err != nil {
+			return err
+		}
+		for _, run := range page.Runs {
+			e.advanceSagaRun(ctx, run)
+			r.Sagas++
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // requeue enqueues the task each step is waiting for. For a step whose

@@ -24,6 +24,9 @@ func (e *Engine) onRefused(ctx context.Context, t queue.Task, runID, step string
 	var ce *persistence.ClaimRefusedError
 	errors.As(err, &ce)
 	switch reason {
+	case persistence.RefusedUnhandled:
+		// This node was deployed without the step: another node runs it.
+		return e.refusedUnhandled(ctx, t, ce)
 	case persistence.RefusedNotDue:
 		return e.putBack(ctx, t, ce.DueAt)
 	case persistence.RefusedRunPending:

@@ -58,6 +58,14 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		log.Warn("saga: listing steps failed; the reconciler will resume it", "err", err)
 		return
 	}
+	for _, s := range sts {
+		if w.Step(s.Step) == nil {
+			// The run follows a plan this node does not have (a newer
+			// deploy's): the undo order is the nodes' that know it.
+			log.Debug("saga: the run has a step this node does not know; left to a node that does", "step", s.Step)
+			return
+		}
+	}
 	st := sagaStateOf(w, sts)
 	completed, compensated, status, failed := st.completed, st.compensated, st.status, st.failed
 	if len(failed) > 0 {

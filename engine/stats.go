@@ -31,6 +31,7 @@ type counters struct {
 	redisErrors      atomic.Int64
 	clockSkew        atomic.Int64 // nanoseconds, this node's clock minus the database's
 	clockSkewed      atomic.Bool
+	foreignPrefix    atomic.Bool // the Redis prefix is bound to another database
 
 	refusedMu sync.Mutex
 	refused   map[persistence.ClaimRefusal]int64
@@ -89,6 +90,9 @@ type Stats struct {
 	// is over Config.MaxClockSkew, so that the node claims nothing.
 	ClockSkew   time.Duration
 	ClockSkewed bool
+	// PrefixConflict is set while the Redis prefix is bound to another
+	// database (see ErrNamespaceConflict): the node claims nothing.
+	PrefixConflict bool
 }
 
 // Stats returns the engine's running totals.
@@ -106,7 +110,8 @@ func (e *Engine) Stats() Stats {
 	return Stats{
 		RedisErrors: c.redisErrors.Load(), ClaimsRefused: refused,
 		ClockSkew: time.Duration(c.clockSkew.Load()), ClockSkewed: c.clockSkewed.Load(),
-		RunsCreated: c.runsCreated.Load(), StepsStarted: c.stepsStarted.Load(),
+		PrefixConflict: c.foreignPrefix.Load(),
+		RunsCreated:    c.runsCreated.Load(), StepsStarted: c.stepsStarted.Load(),
 		StepsSucceeded: c.stepsSucceeded.Load(), StepsFailed: c.stepsFailed.Load(),
 		StepsDead: c.stepsDead.Load(), StepsSkipped: c.stepsSkipped.Load(),
 		StaleCompletions: c.staleCompletions.Load(), Compensations: c.compensations.Load(),

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/queue"
+)
+
+// Isolation between workloads and deploys. A node runs, reconciles and
+// advances only what it has registered: a step of a workflow (or a step
+// of a workflow version) it does not know is left for a node that knows
+// it — refused by the claim before anything changes, put back in the
+// queue, no attempt used — never failed. And a Redis prefix serves one
+// database: Start binds the prefix to the store's id and refuses a prefix
+// that another database's engines use.
+
+// ErrNamespaceConflict is returned by Start when the Redis prefix is
+// already used by the engines of another database: their tasks would be
+// taken by this engine's workers and dropped as unknown. Give each
+// database its own prefix (Config.Prefix).
+var ErrNamespaceConflict = errors.New("engine: the Redis prefix belongs to another database")
+
+// NamespaceError says which prefix and which databases conflict. It wraps
+// ErrNamespaceConflict.
+type NamespaceError struct {
+	Prefix  string
+	StoreID string // this engine's database
+	OwnerID string // the database the prefix is bound to
+}
+
+func (e *NamespaceError) Error() string {
+	return fmt.Sprintf("engine: Redis prefix %q is bound to another database (store id %s; this database's is %s): its tasks are that database's; give this deployment its own prefix (Config.Prefix, --prefix)",
+		e.Prefix, e.OwnerID, e.StoreID)
+}
+
+// Unwrap makes errors.Is(err, ErrNamespaceConflict) true.
+func (e *NamespaceError) Unwrap() error { return ErrNamespaceConflict }
+
+// unhandledRetry is how long a task this node cannot run waits in the
+// queue before a node (perhaps one that can run it) takes it again.
+const unhandledRetry = time.Second
+
+// handles reports whether this node can run a step: the step's workflow
+// is registered here, with that step. The store's claim asks it before it
+// changes anything.
+func (e *Engine) handles(workflow, step string) bool {
+	w := e.Workflow(workflow)
+	return w != nil && w.Step(step) != nil
+}
+
+// bindNamespace binds the Redis prefix to the store (Start, and every
+// reconcile pass, which rewrites the binding after Redis lost it). A
+// prefix bound to another store gives a *NamespaceError and stops this
+// node's claims and reconcile passes until the binding is right.
+func (e *Engine) bindNamespace(ctx context.Context) error {
+	id, err := e.store.StoreID(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: read the store's id: %w", err)
+	}
+	owner, err := e.q.Bind(ctx, id)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if owner != id {
+		if !e.stats.foreignPrefix.Swap(true) {
+			e.log.Error("the Redis prefix is bound to another database: this node claims and reconciles nothing",
+				"prefix", e.cfg.Prefix, "store_id", id, "bound_to", owner)
+		}
+		return &NamespaceError{Prefix: e.cfg.Prefix, StoreID: id, OwnerID: owner}
+	}
+	if e.stats.foreignPrefix.Swap(false) {
+		e.log.Info("the Redis prefix is bound to this database again; claiming steps")
+		e.wakeFetch()
+	}
+	return nil
+}
+
+// paused reports whether this node must not claim, reconcile or fire
+// schedules: its clock is off (health.go), or its Redis prefix belongs
+// to another database.
+func (e *Engine) paused() bool { return e.clockSkewed() || e.stats.foreignPrefix.Load() }
+
+// unhandledLog rate-limits the warning about steps this node cannot run:
+// once per workflow and step every unhandledWarnEvery.
+type unhandledLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+const unhandledWarnEvery = time.Minute
+
+// refusedUnhandled puts back a task whose step this node cannot run, for
+// another node, and says so now and then.
+func (e *Engine) refusedUnhandled(ctx context.Context, t queue.Task, ce *persistence.ClaimRefusedError) bool {
+	now := e.clock.Now()
+	key := ce.Workflow + "/" + ce.Step
+	l := &e.unhandled
+	l.mu.Lock()
+	warn := now.Sub(l.last[key]) >= unhandledWarnEvery
+	if warn {
+		if l.last == nil {
+			l.last = map[string]time.Time{}
+		}
+		l.last[key] = now
+	}
+	l.mu.Unlock()
+	if warn {
+		e.log.Warn("this node cannot run a step (its workflow or step is not registered here): left queued for a node that can",
+			"workflow", ce.Workflow, "step", ce.Step, "run_id", ce.RunID, "queue", t.Queue)
+	}
+	return e.putBack(ctx, t, now.Add(unhandledRetry))
+}
+
+// registeredNames are the registered workflows' names, sorted.
+func (e *Engine) registeredNames() []string {
+	names := e.Workflows()
+	sort.Strings(names)
+	return names
+}
