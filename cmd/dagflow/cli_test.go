@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/examples/orderflow"
+	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
+	"github.com/dagflow/dagflow/steps"
+	"github.com/dagflow/dagflow/workflows"
+)
+
+// The tests in this file drive the CLI only through run, as a user would.
+
+// runCLI runs dagflow with args and returns the exit code, stdout and
+// stderr.
+func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// A DSN whose server refuses connections at once, with a password that
+// must never be printed.
+const (
+	secretPassword = "s3cr3t-Pa55word"
+	refusingDSN    = "app:" + secretPassword + "@tcp(127.0.0.1:1)/dagflow"
+)
+
+func TestFlagsAfterPositionalArgumentsAreUsed(t *testing.T) {
+	ctx := context.Background()
+	// The DSN after the run id must be the one used: its server (port 1)
+	// refuses, so the command fails naming it. Were it ignored, the
+	// command would read the default database instead.
+	code, out, errb := runCLI(t, ctx, "runs", "show", "some-run-id", "--mysql-dsn", refusingDSN)
+	if code == 0 || !strings.Contains(errb, "127.0.0.1:1") {
+		t.Errorf("runs show ID --mysql-dsn X exited %d, stdout %q, stderr %q; want a failure naming 127.0.0.1:1", code, out, errb)
+	}
+	if strings.Contains(out+errb, secretPassword) {
+		t.Errorf("the password was printed:\n%s\n%s", out, errb)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"runs", "show"}, "RUN_ID"},
+		{[]string{"runs", "list", "extra"}, `"extra"`},
+		{[]string{"runs", "frob"}, `"frob"`},
+		{[]string{"dlq", "retry", "only-run-id"}, "STEP"},
+		{[]string{"dlq", "list", "extra"}, `"extra"`},
+		{[]string{"migrate", "extra"}, `"extra"`},
+		{[]string{"worker", "extra"}, `"extra"`},
+		{[]string{"worker", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"frobnicate"}, `"frobnicate"`},
+	} {
+		code, out, errb := runCLI(t, ctx, tc.args...)
+		if code != 2 || !strings.Contains(errb, tc.want) {
+			t.Errorf("dagflow %s exited %d with stderr %q (stdout %q); want exit 2 and a message naming %s",
+				strings.Join(tc.args, " "), code, errb, out, tc.want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, out, errb := runCLI(t, context.Background(), args...)
+		if code != 0 || !strings.Contains(out, "dagflow") || !strings.Contains(out, "github.com/dagflow/dagflow") {
+			t.Errorf("dagflow %s exited %d with %q %q; want the module and its version", args[0], code, out, errb)
+		}
+	}
+}
+
+// TestHelpHidesEnvironmentSecrets: -h must not print the DSN or URL of the
+// environment (with its password) as a flag default.
+func TestHelpHidesEnvironmentSecrets(t *testing.T) {
+	t.Setenv("DAGFLOW_MYSQL_DSN", refusingDSN)
+	t.Setenv("DAGFLOW_REDIS_URL", "redis://app:"+secretPassword+"@127.0.0.1:1/0")
+	for _, cmd := range []string{"worker", "migrate", "runs", "dlq", "bench"} {
+		code, out, errb := runCLI(t, context.Background(), cmd, "-h")
+		if code != 0 || !strings.Contains(out+errb, "DAGFLOW_MYSQL_DSN") {
+			t.Errorf("%s -h exited %d, printed %q %q", cmd, code, out, errb)
+		}
+		if strings.Contains(out+errb, secretPassword) || strings.Contains(out+errb, "127.0.0.1:1") {
+			t.Errorf("%s -h printed the environment's DSN or URL:\n%s%s", cmd, out, errb)
+		}
+	}
+}
+
+// TestErrorsHideSecrets: a bad DSN, a bad URL or an unreachable server
+// with a password in it: the password is not printed, the server is.
+func TestErrorsHideSecrets(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.MySQLDatabase(t)
+	for _, args := range [][]string{
+		{"runs", "--mysql-dsn", refusingDSN},
+		{"runs", "--mysql-dsn", "app:" + secretPassword + "@tcp(127.0.0.1:1)/dagflow?badparam"},
+		{"migrate", "--mysql-dsn", "app:" + secretPassword + "@tcp(127.0.0.1:1)"},
+		{"dlq", "retry", "r", "s", "--mysql-dsn", dsn, "--redis-url", "redis://app:" + secretPassword + "@127.0.0.1:1/0"},
+		{"dlq", "retry", "r", "s", "--redis-url", "redis://app:" + secretPassword + "@127.0.0.1:1/0?frob=1"},
+		{"dlq", "retry", "r", "s", "--redis-url", "rediss+sentinel://app:" + secretPassword + "@127.0.0.1:1/?sentinel_password=" + secretPassword},
+	} {
+		code, out, errb := runCLI(t, ctx, args...)
+		if code == 0 {
+			t.Errorf("dagflow %q exited 0", args)
+		}
+		if strings.Contains(out+errb, secretPassword) {
+			t.Errorf("dagflow %q printed the password:\n%s%s", args, out, errb)
+		}
+		if !strings.Contains(errb, "127.0.0.1:1") {
+			t.Errorf("dagflow %q: the error %q does not name the server", args, errb)
+		}
+	}
+}
+
+// TestSecretsFromFiles: --mysql-dsn-file and DAGFLOW_MYSQL_DSN_FILE read
+// the DSN from a file (trimmed), so it is not on the command line.
+func TestSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(file, []byte(refusingDSN+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runCLI(t, context.Background(), "runs", "--mysql-dsn-file", file)
+	if code == 0 || !strings.Contains(errb, "127.0.0.1:1") || strings.Contains(out+errb, secretPassword) {
+		t.Errorf("--mysql-dsn-file: exited %d with %q %q; want the file's server named, not its password", code, out, errb)
+	}
+	t.Setenv("DAGFLOW_MYSQL_DSN_FILE", file)
+	code, out, errb = runCLI(t, context.Background(), "runs")
+	if code == 0 || !strings.Contains(errb, "127.0.0.1:1") || strings.Contains(out+errb, secretPassword) {
+		t.Errorf("DAGFLOW_MYSQL_DSN_FILE: exited %d with %q %q; want the file's server named", code, out, errb)
+	}
+	code, _, errb = runCLI(t, context.Background(), "runs", "--mysql-dsn-file", filepath.Join(dir, "missing"))
+	if code == 0 || !strings.Contains(errb, "missing") {
+		t.Errorf("a missing --mysql-dsn-file exited %d with %q; want the file named", code, errb)
+	}
+}
+
+// TestWorkerWorksEveryQueueByDefault: the order workflow's notify step is
+// on the "mail" queue; a worker started without --queues must run it.
+func TestWorkerWorksEveryQueueByDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if code, out, errb := runCLI(t, ctx, "migrate", "--mysql-dsn", dsn); code != 0 {
+		t.Fatalf("migrate exited %d: %s %s", code, out, errb)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	testenv.DeleteKeys(t, rdb, prefix)
+	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	id := triggerOrder(t, ctx, store, rdb, prefix)
+
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan string)
+	go func() {
+		code, out, errb := runCLI(t, wctx, "worker", "--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", prefix)
+		done <- fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+	}()
+	var last persistence.Run
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		last, err = store.RunGet(ctx, id)
+		return err == nil && last.Status.Terminal()
+	}, "the order run did not finish")
+	stop()
+	result := <-done
+	if last.Status != persistence.RunSucceeded {
+		t.Errorf("run %s ended %s, want succeeded\n%s", id, last.Status, result)
+	}
+	if !strings.HasPrefix(result, "exit 0") {
+		t.Errorf("the worker did not stop cleanly: %s", result)
+	}
+}
+
+// triggerOrder starts one order run through an engine that runs no steps.
+func triggerOrder(t *testing.T, ctx context.Context, st persistence.Store, rdb redis.UniversalClient, prefix string) string {
+	t.Helper()
+	reg := steps.NewRegistry()
+	if err := orderflow.NewServices().Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1, ScheduleInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LoadWorkflows(workflows.FS, reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(context.Background())
+	id, err := e.Trigger(ctx, "order", orderflow.Order{OrderID: "o-1", Customer: "c@example.com", SKU: "SKU-1", Quantity: 1, Total: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestWorkerRejectsBadQueues: an explicit --queues that is empty, has an
+// empty element or names a queue no registered workflow uses is refused
+// before the worker connects to anything.
+func TestWorkerRejectsBadQueues(t *testing.T) {
+	for _, tc := range []struct{ queues, want string }{
+		{"", "empty"},
+		{"default,,mail", "empty"},
+		{"mial", `"mial"`},
+	} {
+		code, out, errb := runCLI(t, context.Background(), "worker", "--queues", tc.queues, "--mysql-dsn", refusingDSN)
+		if code == 0 || !strings.Contains(errb, tc.want) || !strings.Contains(errb, "--queues") {
+			t.Errorf("worker --queues %q exited %d with %q %q; want an error about --queues naming %s", tc.queues, code, out, errb, tc.want)
+		}
+	}
+}
+
+// TestOutputEscapesControlCharacters: a step error holding terminal
+// escape sequences is printed escaped by runs show, runs list and dlq.
+func TestOutputEscapesControlCharacters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	testenv.DeleteKeys(t, rdb, prefix)
+	id := hostileRun(t, ctx, store, rdb, prefix)
+	for _, args := range [][]string{
+		{"runs", "--mysql-dsn", dsn, "show", id},
+		{"runs", "--mysql-dsn", dsn, "list"},
+		{"dlq", "--mysql-dsn", dsn, "list"},
+	} {
+		code, out, errb := runCLI(t, ctx, args...)
+		if code != 0 {
+			t.Fatalf("%q exited %d: %s", args, code, errb)
+		}
+		if strings.ContainsAny(out, "\x1b\x07\u009b") {
+			t.Errorf("%q printed raw control characters: %q", args, out)
+		}
+		if !strings.Contains(out, `\x1b]0;pwned`) {
+			t.Errorf("%q does not show the escaped error: %q", args, out)
+		}
+	}
+}
+
+// hostileRun makes a run whose step is dead-lettered with an error full of
+// terminal escape sequences.
+func hostileRun(t *testing.T, ctx context.Context, st persistence.Store, rdb redis.UniversalClient, prefix string) string {
+	t.Helper()
+	hostile := "\x1b]0;pwned\x07\x1b[2J\u009b31m boom"
+	reg := steps.NewRegistry()
+	for _, name := range []string{"order.reserve", "order.release", "order.notify", "order.points", "order.revoke_points", "order.ship"} {
+		h := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			return nil, steps.Permanent(errors.New(hostile))
+		})
+		if err := reg.Register(name, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: prefix, ReconcileInterval: 100 * time.Millisecond, ScheduleInterval: -1, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LoadWorkflows(workflows.FS, reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(context.Background())
+	id, err := e.Trigger(ctx, "order", orderflow.Order{OrderID: "o-1", Customer: "c@example.com", SKU: "SKU-1", Quantity: 1, Total: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
