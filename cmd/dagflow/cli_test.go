@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,8 +98,19 @@ func TestVersion(t *testing.T) {
 func TestHelpHidesEnvironmentSecrets(t *testing.T) {
 	t.Setenv("DAGFLOW_MYSQL_DSN", refusingDSN)
 	t.Setenv("DAGFLOW_REDIS_URL", "redis://app:"+secretPassword+"@127.0.0.1:1/0")
-	for _, cmd := range []string{"worker", "migrate", "runs", "dlq", "bench"} {
-		code, out, errb := runCLI(t, context.Background(), cmd, "-h")
+	var cmds [][]string
+	for _, c := range newRoot(&secrets{}).Commands() {
+		if c.Flags().Lookup("mysql-dsn") != nil {
+			cmds = append(cmds, []string{c.Name(), "-h"})
+		}
+	}
+	if len(cmds) < 4 {
+		t.Fatalf("only %d commands take --mysql-dsn", len(cmds))
+	}
+	cmds = append(cmds, []string{"runs", "show", "-h"}, []string{"dlq", "retry", "-h"})
+	for _, args := range cmds {
+		cmd := strings.Join(args, " ")
+		code, out, errb := runCLI(t, context.Background(), args...)
 		if code != 0 || !strings.Contains(out+errb, "DAGFLOW_MYSQL_DSN") {
 			t.Errorf("%s -h exited %d, printed %q %q", cmd, code, out, errb)
 		}
@@ -310,4 +326,135 @@ func hostileRun(t *testing.T, ctx context.Context, st persistence.Store, rdb red
 		t.Fatal(err)
 	}
 	return id
+}
+
+// startPrivateRedis starts a redis-server with args on a free loopback
+// port, killed with the test (and with the test binary), and returns its
+// address.
+func startPrivateRedis(t *testing.T, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Unavailable(t, "redis-server binary", err)
+	}
+	port := testenv.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "warning"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, "redis-server on %s did not listen", addr)
+	return addr
+}
+
+// TestWorkerChecksRedisCredentials: against a Redis with requirepass, a
+// worker with a wrong password exits non-zero at once with an
+// authentication error naming the server and the user, not the password;
+// with the right one, read from --redis-url-file, it runs.
+func TestWorkerChecksRedisCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB and redis-server")
+	}
+	const pass = "Right-Pa55word-9"
+	addr := startPrivateRedis(t, "--requirepass", pass)
+	dsn := testenv.MySQLDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, out, errb := runCLI(t, ctx, "worker", "--mysql-dsn", dsn, "--migrate", "--redis-url", "redis://app:"+secretPassword+"@"+addr+"/0")
+	if code != 1 || !strings.Contains(errb, "redis "+addr+" (user app): authentication failed: WRONGPASS") {
+		t.Errorf("a wrong password: exit %d, stderr %q; want 1 and an authentication error naming %s and user app", code, errb, addr)
+	}
+	if strings.Contains(out+errb, secretPassword) {
+		t.Errorf("the password was printed:\n%s%s", out, errb)
+	}
+
+	file := filepath.Join(t.TempDir(), "redis-url")
+	if err := os.WriteFile(file, []byte("redis://:"+pass+"@"+addr+"/0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	var wout, werr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(wctx, []string{"worker", "--mysql-dsn", dsn, "--redis-url-file", file, "--queues", "default"}, &wout, &werr)
+	}()
+	testenv.Eventually(t, 30*time.Second, func() bool { return strings.Contains(wout.String(), "running") },
+		"the worker with the right password did not start: %s", &werr)
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("the worker exited %d: %s", code, werr.String())
+	}
+	if !strings.Contains(werr.String(), "queue not worked by this node") || !strings.Contains(werr.String(), "steps=order/notify") {
+		t.Errorf("--queues default: no warning naming the mail queue's steps:\n%s", werr.String())
+	}
+	if strings.Contains(wout.String()+werr.String(), pass) {
+		t.Errorf("the password was printed:\n%s%s", wout.String(), werr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a writer and a reader in two
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestBinaryStopsOnSignal builds dagflow and stops a worker with SIGTERM:
+// the signal wiring of main stops it gracefully, exit status 0.
+func TestBinaryStopsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	bin := filepath.Join(t.TempDir(), "dagflow")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "worker", "--migrate", "--prefix", prefix, "--redis-addr", addr, "--shutdown-timeout", "5s")
+	cmd.Env = append(os.Environ(), "DAGFLOW_MYSQL_DSN="+dsn)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	testenv.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "running") },
+		"the worker did not start: %s", &errb)
+	cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the worker exited with %v after SIGTERM:\n%s", err, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the worker did not stop within 20s of SIGTERM:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "a second signal exits at once") {
+		t.Errorf("stderr does not say what a second signal does:\n%s", errb.String())
+	}
 }
