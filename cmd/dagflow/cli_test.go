@@ -143,6 +143,9 @@ func TestErrorsHideSecrets(t *testing.T) {
 		if !strings.Contains(errb, "127.0.0.1:1") {
 			t.Errorf("dagflow %q: the error %q does not name the server", args, errb)
 		}
+		if last := args[len(args)-1]; strings.HasPrefix(last, "redis://") && strings.HasSuffix(last, "/0") && !strings.Contains(errb, "redis: connection pool") {
+			t.Errorf("dagflow %q: go-redis's own log did not come through the command's stderr: %q", args, errb)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
@@ -120,15 +121,28 @@ func dsnUserinfoEnd(dsn string) int {
 	return strings.LastIndex(head, "@")
 }
 
+// driverLogOut is where the drivers' loggers write: the redacting stderr
+// of the latest run. The drivers' loggers are process-wide and set once;
+// run only swaps the writer, so no driver goroutine reads a logger
+// variable while it is being set.
+var (
+	driverLogOut  atomic.Pointer[io.Writer]
+	driverLogOnce sync.Once
+)
+
 // routeDriverLogs sends the Redis and MySQL drivers' own logs (go-redis's
 // pool errors, the MySQL driver's connection errors) to w, a redacting
 // writer, instead of their default loggers on the process's stderr.
 func routeDriverLogs(w io.Writer) {
-	redis.SetLogger(driverLogger{w: w, prefix: "redis: "})
-	mysql.SetLogger(driverLogger{w: w, prefix: "mysql: "})
+	driverLogOut.Store(&w)
+	driverLogOnce.Do(func() {
+		redis.SetLogger(driverLogger{prefix: "redis: "})
+		mysql.SetLogger(driverLogger{prefix: "mysql: "})
+	})
 }
 
-// driverLogger is go-redis's and the MySQL driver's logger interface.
+// driverLogger is go-redis's and the MySQL driver's logger interface. It
+// writes to w, or when w is nil to driverLogOut.
 type driverLogger struct {
 	w      io.Writer
 	prefix string
@@ -143,6 +157,14 @@ func (l driverLogger) Printf(_ context.Context, format string, v ...any) {
 func (l driverLogger) Print(v ...any) { l.line(fmt.Sprint(v...)) }
 
 func (l driverLogger) line(msg string) {
+	w := l.w
+	if w == nil {
+		p := driverLogOut.Load()
+		if p == nil {
+			return
+		}
+		w = *p
+	}
 	msg = strings.TrimPrefix(strings.TrimRight(msg, "\n"), l.prefix)
-	io.WriteString(l.w, l.prefix+escapeLine(msg)+"\n")
+	io.WriteString(w, l.prefix+escapeLine(msg)+"\n")
 }
