@@ -378,6 +378,13 @@ func (c *Config) describe(err error) error {
 	if user == "" {
 		user = "default"
 	}
+	if c.Mode == Sentinel {
+		suser := c.SentinelUsername
+		if suser == "" {
+			suser = "default"
+		}
+		user += ", sentinel user " + suser
+	}
 	who += " (user " + user + ")"
 	msg := err.Error()
 	for _, s := range c.Secrets() {

@@ -41,15 +41,22 @@ func startRedis(t *testing.T, tlsPort bool, args ...string) int {
 		t.Fatalf("start redis-server: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitListen(t, port)
+	return port
+}
+
+// waitListen waits until a server listens on the loopback port.
+func waitListen(t *testing.T, port int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			c.Close()
-			return port
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d did not listen: %v", port, err)
+			t.Fatalf("no server listens on port %d: %v", port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
