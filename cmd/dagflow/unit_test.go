@@ -3,14 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,8 +200,7 @@ func TestMySQLTLSFlags(t *testing.T) {
 	}
 	dsn := testenv.MySQLDatabase(t)
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	writeCA(t, ca)
+	ca, _, _ := newCA(t, dir, "ca")
 	ctx := context.Background()
 	code, out, errb := runCLI(t, ctx, "runs", "--mysql-dsn", dsn, "--mysql-tls-ca", ca)
 	if code != 1 || !strings.Contains(errb, "TLS") {
@@ -230,26 +222,6 @@ func TestMySQLTLSFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errb, tc.want) {
 			t.Errorf("runs %q exited %d with %q; want an error naming %s", tc.args, code, errb, tc.want)
 		}
-	}
-}
-
-func writeCA(t *testing.T, path string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dagflow test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 
