@@ -21,6 +21,7 @@ import (
 
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
+	"github.com/dagflow/dagflow/internal/redisconn"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
@@ -179,6 +180,16 @@ func TestWorkerWorksEveryQueueByDefault(t *testing.T) {
 		t.Skip("needs Redis and MariaDB")
 	}
 	addr := testenv.RequireRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	runOrderOnWorker(t, rdb, "--redis-addr", addr)
+}
+
+// runOrderOnWorker triggers an order run (through rdb) and runs `dagflow
+// worker` with redisArgs until it finishes, on a private database and key
+// prefix; the run must succeed and the worker stop cleanly.
+func runOrderOnWorker(t *testing.T, rdb redis.UniversalClient, redisArgs ...string) {
+	t.Helper()
 	dsn := testenv.MySQLDatabase(t)
 	prefix := testenv.KeyPrefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -186,8 +197,6 @@ func TestWorkerWorksEveryQueueByDefault(t *testing.T) {
 	if code, out, errb := runCLI(t, ctx, "migrate", "--mysql-dsn", dsn); code != 0 {
 		t.Fatalf("migrate exited %d: %s %s", code, out, errb)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
 	testenv.DeleteKeys(t, rdb, prefix)
 	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
 	if err != nil {
@@ -199,7 +208,7 @@ func TestWorkerWorksEveryQueueByDefault(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan string)
 	go func() {
-		code, out, errb := runCLI(t, wctx, "worker", "--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", prefix)
+		code, out, errb := runCLI(t, wctx, append([]string{"worker", "--mysql-dsn", dsn, "--prefix", prefix}, redisArgs...)...)
 		done <- fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
 	}()
 	var last persistence.Run
@@ -215,6 +224,32 @@ func TestWorkerWorksEveryQueueByDefault(t *testing.T) {
 	if !strings.HasPrefix(result, "exit 0") {
 		t.Errorf("the worker did not stop cleanly: %s", result)
 	}
+}
+
+// TestWorkerOverTLSRedis: the worker runs the order workflow on a Redis
+// that speaks only TLS, with a certificate of a private CA, reached with a
+// rediss:// URL naming the CA and a client certificate.
+func TestWorkerOverTLSRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB and redis-server")
+	}
+	dir := t.TempDir()
+	ca, caCert, caKey := newCA(t, dir, "ca")
+	cert, key := issueServerCert(t, dir, caCert, caKey)
+	port := testenv.FreePort(t)
+	addr := startPrivateRedis(t, port, "--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "optional")
+	u := "rediss://" + addr + "/0?ca=" + ca
+	c, err := redisconn.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisconn.Open(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	runOrderOnWorker(t, rdb, "--redis-url", u)
 }
 
 // triggerOrder starts one order run through an engine that runs no steps.
@@ -331,15 +366,14 @@ func hostileRun(t *testing.T, ctx context.Context, st persistence.Store, rdb red
 	return id
 }
 
-// startPrivateRedis starts a redis-server with args on a free loopback
+// startPrivateRedis starts a redis-server with args on the loopback
 // port, killed with the test (and with the test binary), and returns its
-// address.
-func startPrivateRedis(t *testing.T, args ...string) string {
+// address. Later args win: "--port 0 --tls-port N" makes it TLS only.
+func startPrivateRedis(t *testing.T, port int, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		testenv.Unavailable(t, "redis-server binary", err)
 	}
-	port := testenv.FreePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--loglevel", "warning"}, args...)...)
@@ -367,7 +401,7 @@ func TestWorkerChecksRedisCredentials(t *testing.T) {
 		t.Skip("needs MariaDB and redis-server")
 	}
 	const pass = "Right-Pa55word-9"
-	addr := startPrivateRedis(t, "--requirepass", pass)
+	addr := startPrivateRedis(t, testenv.FreePort(t), "--requirepass", pass)
 	dsn := testenv.MySQLDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
