@@ -258,8 +258,9 @@ const module = "github.com/dagflow/dagflow"
 
 // versionString describes the binary from its build information: module,
 // version, VCS revision and time (when built from a checkout), Go version.
-func versionString() string {
-	bi, ok := debug.ReadBuildInfo()
+func versionString() string { return versionOf(debug.ReadBuildInfo()) }
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "dagflow " + module + " (no build information)"
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,6 +180,24 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	<-done
 	if !strings.Contains(out.String(), "a second signal exits at once") {
 		t.Errorf("no word of the second signal: %q", out.String())
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/dagflow/dagflow", Version: "v1.4.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.time", Value: "2026-12-01T18:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{bi, true, "dagflow github.com/dagflow/dagflow v1.4.0 revision 0123abcd (modified) 2026-12-01T18:00:00Z go1.26.8"},
+		{&debug.BuildInfo{GoVersion: "go1.26.8"}, true, "dagflow github.com/dagflow/dagflow (devel) revision unknown go1.26.8"},
+		{nil, false, "dagflow github.com/dagflow/dagflow (no build information)"},
+	} {
+		if got := versionOf(tc.bi, tc.ok); got != tc.want {
+			t.Errorf("versionOf = %q, want %q", got, tc.want)
+		}
 	}
 }
 
