@@ -495,3 +495,65 @@ func TestBinaryStopsOnSignal(t *testing.T) {
 		t.Errorf("stderr does not say what a second signal does:\n%s", errb.String())
 	}
 }
+
+// TestBinarySecondSignalExitsAtOnce: a worker blocked on a Redis that
+// accepts but never answers (read timeout 60s) gets SIGTERM, says it is
+// stopping, and on a second SIGTERM exits at once with status 143.
+func TestBinarySecondSignalExitsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; needs MariaDB")
+	}
+	dsn := testenv.MySQLDatabase(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	talked := make(chan struct{})
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		if n, _ := c.Read(buf); n > 0 {
+			close(talked)
+		}
+		c.Read(buf) // hold the connection, answer nothing
+	}()
+	bin := filepath.Join(t.TempDir(), "dagflow")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "worker", "--mysql-dsn", dsn, "--redis-url", "redis://"+l.Addr().String()+"/0?read_timeout=60s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var errb syncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-talked: // the worker is in its Redis check, long past installing its signal handling
+	case err := <-exited:
+		t.Fatalf("the worker exited early: %v\n%s", err, errb.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the worker never reached the Redis:\n%s", errb.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	testenv.Eventually(t, 10*time.Second, func() bool { return strings.Contains(errb.String(), "a second signal exits at once") },
+		"no word of the first signal: %s", &errb)
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+			t.Errorf("after the second SIGTERM the worker ended with %v, want exit status 143\n%s", err, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the worker did not exit within 10s of the second SIGTERM:\n%s", errb.String())
+	}
+}
