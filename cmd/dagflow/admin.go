@@ -2,73 +2,104 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/persistence"
-	"github.com/dagflow/dagflow/persistence/mysql"
-	"github.com/dagflow/dagflow/persistence/sqlite"
 )
 
-// runMigrate applies the embedded migrations.
-func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// withBackends adds the connection flags to cmd and resolves them before
+// it runs.
+func withBackends(cmd *cobra.Command, b *backendFlags, sec *secrets) *cobra.Command {
+	b.register(cmd.Flags())
+	cmd.PreRunE = func(*cobra.Command, []string) error { return b.resolve(sec) }
+	return cmd
+}
+
+// newMigrateCmd applies the embedded migrations.
+func newMigrateCmd(sec *secrets) *cobra.Command {
 	var b backendFlags
-	b.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if b.sqlite != "" {
-		st, err := sqlite.Open(ctx, sqlite.Config{Path: b.sqlite, AutoMigrate: true})
+	return withBackends(&cobra.Command{
+		Use:   "migrate",
+		Short: "apply the schema migrations to a MySQL (or SQLite) database",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b.migrate = true
+			st, err := b.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if b.sqlite != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "migrated SQLite %s\n", b.sqlite)
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "migrated MySQL")
+			return nil
+		},
+	}, &b, sec)
+}
+
+// newRunsCmd lists runs (runs, runs list) or shows one (runs show ID).
+func newRunsCmd(sec *secrets) *cobra.Command {
+	var b, sb backendFlags
+	var workflow, status, cursor string
+	var limit int
+	list := func(cmd *cobra.Command, _ []string) error {
+		st, err := b.openStore(cmd.Context())
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		fmt.Fprintf(stdout, "migrated SQLite %s\n", b.sqlite)
-		return nil
+		return listRuns(cmd.Context(), st, cmd.OutOrStdout(), workflow, status, cursor, limit)
 	}
-	if err := mysql.Migrate(ctx, b.mysqlDSN); err != nil {
-		return err
+	runs := withBackends(&cobra.Command{
+		Use:   "runs",
+		Short: "list runs (newest first), or show one: runs [list|show RUN_ID]",
+		Args:  noArgs,
+		RunE:  list,
+	}, &b, sec)
+	lf := runs.Flags()
+	lf.StringVar(&workflow, "workflow", "", "only runs of this workflow")
+	lf.StringVar(&status, "status", "", "only runs in this status")
+	lf.IntVar(&limit, "limit", 20, "how many runs")
+	lf.StringVar(&cursor, "cursor", "", "continue from a previous page")
+	listCmd := &cobra.Command{
+		Use:     "list",
+		Short:   "list runs, newest first (the default)",
+		Args:    noArgs,
+		PreRunE: runs.PreRunE,
+		RunE:    list,
 	}
-	fmt.Fprintln(stdout, "migrated MySQL")
-	return nil
+	// list shares the flags of runs.
+	listCmd.Flags().AddFlagSet(runs.Flags())
+	runs.AddCommand(listCmd, withBackends(&cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "a run with its steps and attempt history",
+		Args:  exactArgs("RUN_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sb.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return showRun(cmd.Context(), st, args[0], cmd.OutOrStdout())
+		},
+	}, &sb, sec))
+	return runs
 }
 
-// runRuns lists runs or shows one.
-func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var b backendFlags
-	b.register(fs)
-	workflow := fs.String("workflow", "", "only runs of this workflow")
-	status := fs.String("status", "", "only runs in this status")
-	limit := fs.Int("limit", 20, "how many runs")
-	cursor := fs.String("cursor", "", "continue from a previous page")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := b.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rest := fs.Args()
-	if len(rest) >= 2 && rest[0] == "show" {
-		return showRun(ctx, st, rest[1], stdout)
-	}
-	if len(rest) > 0 && rest[0] != "list" {
-		return fmt.Errorf("unknown subcommand %q (list, show RUN_ID)", rest[0])
-	}
-	p := persistence.RunListParams{Workflow: *workflow, Limit: *limit, Cursor: *cursor}
-	if *status != "" {
-		s := persistence.RunStatus(*status)
+func listRuns(ctx context.Context, st persistence.Store, stdout io.Writer, workflow, status, cursor string, limit int) error {
+	p := persistence.RunListParams{Workflow: workflow, Limit: limit, Cursor: cursor}
+	if status != "" {
+		s := persistence.RunStatus(status)
 		if !s.Valid() {
-			return fmt.Errorf("-status %q is not a run status", *status)
+			return usagef("--status %q is not a run status", status)
 		}
 		p.Status = []persistence.RunStatus{s}
 	}
@@ -79,11 +110,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED\tERROR")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.CreatedAt.Format(time.RFC3339), firstLine(r.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.Workflow), cell(string(r.Status)), r.CreatedAt.Format(time.RFC3339), cell(r.Error))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
-		fmt.Fprintf(stdout, "more: -cursor %s\n", page.NextCursor)
+		fmt.Fprintf(stdout, "more: --cursor %s\n", cell(page.NextCursor))
 	}
 	return nil
 }
@@ -101,88 +132,116 @@ func showRun(ctx context.Context, st persistence.Store, id string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "run %s  workflow %s v%d  status %s\ninput %s\n", run.ID, run.Workflow, run.Version, run.Status, run.Input)
+	fmt.Fprintf(stdout, "run %s  workflow %s v%d  status %s\ninput %s\n", cell(run.ID), cell(run.Workflow), run.Version, cell(string(run.Status)), escapeBlock(string(run.Input)))
 	if run.Error != "" {
-		fmt.Fprintf(stdout, "error %s\n", run.Error)
+		fmt.Fprintf(stdout, "error %s\n", escapeBlock(run.Error))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nSTEP\tSTATUS\tATTEMPT\tOUTPUT\tERROR")
 	for _, s := range sts {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", s.Step, s.Status, s.Attempt, s.MaxAttempts, s.Output, firstLine(s.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", cell(s.Step), cell(string(s.Status)), s.Attempt, s.MaxAttempts, cell(string(s.Output)), cell(s.Error))
 	}
 	fmt.Fprintln(tw, "\nHISTORY\tKIND\tATTEMPT\tOUTCOME\tWORKER\tDURATION\tERROR")
 	for _, a := range atts {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\n", a.Step, a.Kind, a.Attempt, a.Outcome, a.Worker, a.Duration(), firstLine(a.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\n", cell(a.Step), cell(string(a.Kind)), a.Attempt, cell(string(a.Outcome)), cell(a.Worker), a.Duration(), cell(a.Error))
 	}
 	return tw.Flush()
 }
 
-// runDLQ lists, retries or discards dead steps. Retrying needs a running
-// engine to execute the step; this command only requeues it in the store,
-// and a worker's reconciler dispatches it.
-func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dlq", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newDLQCmd lists, retries or discards dead steps. Retrying needs a
+// running engine to execute the step; this command only requeues it in
+// the store, and a worker's reconciler dispatches it.
+func newDLQCmd(sec *secrets) *cobra.Command {
 	var b backendFlags
-	b.register(fs)
-	workflow := fs.String("workflow", "", "only dead steps of this workflow")
-	limit := fs.Int("limit", 50, "how many")
-	if err := fs.Parse(args); err != nil {
+	var workflow string
+	var limit int
+	list := func(cmd *cobra.Command, _ []string) error {
+		st, err := b.openStore(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return listDead(cmd.Context(), st, cmd.OutOrStdout(), workflow, limit)
+	}
+	dlq := withBackends(&cobra.Command{
+		Use:   "dlq",
+		Short: "the dead-letter queue: dlq [list|retry RUN_ID STEP|discard RUN_ID STEP]",
+		Long:  "The dead-letter queue: dead steps, their error, and what to do with them.\n\n" + redisURLHelp,
+		Args:  noArgs,
+		RunE:  list,
+	}, &b, sec)
+	dlq.Flags().StringVar(&workflow, "workflow", "", "only dead steps of this workflow")
+	dlq.Flags().IntVar(&limit, "limit", 50, "how many")
+	listCmd := &cobra.Command{
+		Use:     "list",
+		Short:   "dead steps with their error (the default)",
+		Args:    noArgs,
+		PreRunE: dlq.PreRunE,
+		RunE:    list,
+	}
+	listCmd.Flags().AddFlagSet(dlq.Flags())
+	dlq.AddCommand(listCmd)
+	for _, sub := range []struct{ name, short string }{
+		{"retry", "requeue a dead step; the run resumes on the workers"},
+		{"discard", "give up a dead step; the run fails and compensates"},
+	} {
+		var sb backendFlags
+		dlq.AddCommand(withBackends(&cobra.Command{
+			Use:   sub.name + " RUN_ID STEP",
+			Short: sub.short,
+			Long:  sub.short + ".\n\n" + redisURLHelp,
+			Args:  exactArgs("RUN_ID", "STEP"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return retryOrDiscard(cmd.Context(), &sb, cmd.Name(), args[0], args[1], cmd.OutOrStdout())
+			},
+		}, &sb, sec))
+	}
+	return dlq
+}
+
+func listDead(ctx context.Context, st persistence.Store, stdout io.Writer, workflow string, limit int) error {
+	page, err := st.StepListDead(ctx, persistence.StepListDeadParams{Workflow: workflow, Limit: limit})
+	if err != nil {
 		return err
 	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTEP\tATTEMPTS\tFINISHED\tERROR")
+	for _, s := range page.Steps {
+		fin := ""
+		if s.FinishedAt != nil {
+			fin = s.FinishedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cell(s.RunID), cell(s.Step), s.Attempt, fin, cell(s.Error))
+	}
+	return tw.Flush()
+}
+
+func retryOrDiscard(ctx context.Context, b *backendFlags, what, run, step string, stdout io.Writer) error {
+	rdb, err := b.openRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
 	st, err := b.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rest := fs.Args()
-	sub := "list"
-	if len(rest) > 0 {
-		sub = rest[0]
+	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1})
+	if err != nil {
+		return err
 	}
-	switch sub {
-	case "list":
-		page, err := st.StepListDead(ctx, persistence.StepListDeadParams{Workflow: *workflow, Limit: *limit})
-		if err != nil {
+	defer e.Stop(context.Background())
+	if what == "retry" {
+		if err := e.RetryDead(ctx, run, step); err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "RUN\tSTEP\tATTEMPTS\tFINISHED\tERROR")
-		for _, s := range page.Steps {
-			fin := ""
-			if s.FinishedAt != nil {
-				fin = s.FinishedAt.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.RunID, s.Step, s.Attempt, fin, firstLine(s.Error))
-		}
-		return tw.Flush()
-	case "retry", "discard":
-		if len(rest) != 3 {
-			return fmt.Errorf("usage: dagflow dlq %s RUN_ID STEP", sub)
-		}
-		rdb, err := b.openRedis(ctx)
-		if err != nil {
-			return err
-		}
-		defer rdb.Close()
-		e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1})
-		if err != nil {
-			return err
-		}
-		defer e.Stop(context.Background())
-		run, step := rest[1], rest[2]
-		if sub == "retry" {
-			if err := e.RetryDead(ctx, run, step); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "run %s step %s requeued; the run resumes on the workers\n", run, step)
-			return nil
-		}
-		if err := e.DiscardDead(ctx, run, step); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "run %s step %s discarded\n", run, step)
+		fmt.Fprintf(stdout, "run %s step %s requeued; the run resumes on the workers\n", cell(run), cell(step))
 		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (list, retry, discard)", sub)
+	if err := e.DiscardDead(ctx, run, step); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s step %s discarded\n", cell(run), cell(step))
+	return nil
 }

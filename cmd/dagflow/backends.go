@@ -2,63 +2,221 @@ package main
 
 import (
 	"context"
-	"flag"
+	"crypto/tls"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
+	"github.com/dagflow/dagflow/internal/redisconn"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
-	"github.com/dagflow/dagflow/persistence/sqlite"
 )
 
+// Defaults of the connection settings.
+const (
+	defaultMySQLDSN  = "root@tcp(127.0.0.1:3306)/dagflow"
+	defaultRedisAddr = "127.0.0.1:6379"
+	defaultPrefix    = "dagflow"
+)
+
+// redisURLHelp documents --redis-url in the commands' help.
+const redisURLHelp = `Redis URLs (--redis-url, DAGFLOW_REDIS_URL):
+  redis://[user:pass@]host[:port][/db]
+  rediss://[user:pass@]host[:port][/db][?ca=CA.pem&cert=CERT.pem&key=KEY.pem&server_name=NAME]
+  redis+sentinel://[user:pass@]h1:26379,h2:26379/MASTER[/db][?sentinel_user=U&sentinel_password=P]
+  redis+cluster://[user:pass@]h1:7000,h2:7001
+  rediss+sentinel://..., rediss+cluster://...   the same over TLS, with the TLS parameters
+user:pass are the data nodes' AUTH or ACL user (":pass@" for a password alone), percent-encoded.
+TLS is 1.2 or later; ca replaces the system's authorities, cert and key are a client certificate.
+Also dial_timeout, read_timeout, write_timeout (Go durations). --redis-url-file and
+DAGFLOW_REDIS_URL_FILE read the URL from a file, so the password is not on the command line.`
+
 // backendFlags are the connection settings shared by the commands that
-// talk to servers.
+// talk to servers. resolve turns the flags, the environment and the
+// files into the settings the open methods use.
 type backendFlags struct {
-	mysqlDSN  string
-	sqlite    string
-	redisAddr string
-	prefix    string
-	migrate   bool
+	fs *pflag.FlagSet
+	// The flags as given.
+	mysqlDSN, mysqlDSNFile         string
+	mysqlTLSCA, mysqlTLSCert       string
+	mysqlTLSKey                    string
+	redisURL, redisURLFile, rdAddr string
+	prefix, sqlite                 string
+	migrate                        bool
+
+	// Resolved settings.
+	dsn      string
+	mysqlTLS *tls.Config
+	redis    *redisconn.Config
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func (b *backendFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.mysqlDSN, "mysql-dsn", envOr("DAGFLOW_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/dagflow"), "MySQL DSN (env DAGFLOW_MYSQL_DSN)")
-	fs.StringVar(&b.sqlite, "sqlite", os.Getenv("DAGFLOW_SQLITE"), "use this SQLite file instead of MySQL (env DAGFLOW_SQLITE)")
-	fs.StringVar(&b.redisAddr, "redis-addr", envOr("DAGFLOW_REDIS_ADDR", "127.0.0.1:6379"), "Redis address (env DAGFLOW_REDIS_ADDR)")
-	fs.StringVar(&b.prefix, "prefix", envOr("DAGFLOW_PREFIX", "dagflow"), "Redis key prefix (env DAGFLOW_PREFIX)")
+func (b *backendFlags) register(fs *pflag.FlagSet) {
+	b.fs = fs
+	fs.StringVar(&b.mysqlDSN, "mysql-dsn", "", "MySQL DSN, user:pass@tcp(host:3306)/db (env DAGFLOW_MYSQL_DSN; default "+defaultMySQLDSN+")")
+	fs.StringVar(&b.mysqlDSNFile, "mysql-dsn-file", "", "read the MySQL DSN from this file (env DAGFLOW_MYSQL_DSN_FILE)")
+	fs.StringVar(&b.mysqlTLSCA, "mysql-tls-ca", "", "connect to MySQL over TLS, trusting the authorities in this PEM file (env DAGFLOW_MYSQL_TLS_CA)")
+	fs.StringVar(&b.mysqlTLSCert, "mysql-tls-cert", "", "client certificate (PEM) for MySQL over TLS, with --mysql-tls-key (env DAGFLOW_MYSQL_TLS_CERT)")
+	fs.StringVar(&b.mysqlTLSKey, "mysql-tls-key", "", "the client certificate's key (PEM) (env DAGFLOW_MYSQL_TLS_KEY)")
+	fs.StringVar(&b.redisURL, "redis-url", "", "Redis URL, see below (env DAGFLOW_REDIS_URL)")
+	fs.StringVar(&b.redisURLFile, "redis-url-file", "", "read the Redis URL from this file (env DAGFLOW_REDIS_URL_FILE)")
+	fs.StringVar(&b.rdAddr, "redis-addr", "", "Redis host:port, no credentials or TLS (env DAGFLOW_REDIS_ADDR; default "+defaultRedisAddr+")")
+	fs.StringVar(&b.prefix, "prefix", "", "Redis key prefix (env DAGFLOW_PREFIX; default "+defaultPrefix+")")
 	fs.BoolVar(&b.migrate, "migrate", false, "apply migrations before starting")
+	registerSQLite(fs, &b.sqlite)
 }
 
+// setting is one value that a flag, a file flag, a variable or a file
+// variable may give.
+type setting struct {
+	flag, fileFlag string // flag names; fileFlag may be ""
+	env, fileEnv   string // variable names; fileEnv may be ""
+}
+
+// value returns the setting's value and where it came from ("" and ""
+// when nothing gives it). A flag wins over the environment; giving both
+// the value and its file in one place is an error.
+func (b *backendFlags) value(s setting, flagVal, fileFlagVal string) (val, from string, err error) {
+	f := b.fs.Lookup(s.flag).Changed
+	ff := s.fileFlag != "" && b.fs.Lookup(s.fileFlag).Changed
+	switch {
+	case f && ff:
+		return "", "", usagef("give --%s or --%s, not both", s.flag, s.fileFlag)
+	case f:
+		return flagVal, "--" + s.flag, nil
+	case ff:
+		v, err := readSecretFile(fileFlagVal)
+		return v, "--" + s.fileFlag, err
+	}
+	ev, fv := os.Getenv(s.env), ""
+	if s.fileEnv != "" {
+		fv = os.Getenv(s.fileEnv)
+	}
+	switch {
+	case ev != "" && fv != "":
+		return "", "", fmt.Errorf("both %s and %s are set: unset one", s.env, s.fileEnv)
+	case ev != "":
+		return ev, s.env, nil
+	case fv != "":
+		v, err := readSecretFile(fv)
+		return v, s.fileEnv, err
+	}
+	return "", "", nil
+}
+
+// readSecretFile reads a value from a file, without surrounding space.
+func readSecretFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err // names the file
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return v, nil
+}
+
+// resolve reads the settings from the flags, the environment and the
+// files, parses them and records their passwords in sec. It connects to
+// nothing.
+func (b *backendFlags) resolve(sec *secrets) error {
+	dsn, _, err := b.value(setting{"mysql-dsn", "mysql-dsn-file", "DAGFLOW_MYSQL_DSN", "DAGFLOW_MYSQL_DSN_FILE"}, b.mysqlDSN, b.mysqlDSNFile)
+	if err != nil {
+		return err
+	}
+	if dsn == "" {
+		dsn = defaultMySQLDSN
+	}
+	sec.addDSN(dsn)
+	b.dsn = dsn
+	if err := b.resolveMySQLTLS(); err != nil {
+		return err
+	}
+	if err := b.resolveRedis(sec); err != nil {
+		return err
+	}
+	if b.prefix, _, err = b.value(setting{flag: "prefix", env: "DAGFLOW_PREFIX"}, b.prefix, ""); err != nil {
+		return err
+	}
+	if b.prefix == "" {
+		b.prefix = defaultPrefix
+	}
+	return b.resolveSQLite()
+}
+
+func (b *backendFlags) resolveMySQLTLS() error {
+	var files [3]string
+	for i, s := range []struct{ flag, env, val string }{
+		{"mysql-tls-ca", "DAGFLOW_MYSQL_TLS_CA", b.mysqlTLSCA},
+		{"mysql-tls-cert", "DAGFLOW_MYSQL_TLS_CERT", b.mysqlTLSCert},
+		{"mysql-tls-key", "DAGFLOW_MYSQL_TLS_KEY", b.mysqlTLSKey},
+	} {
+		v, _, err := b.value(setting{flag: s.flag, env: s.env}, s.val, "")
+		if err != nil {
+			return err
+		}
+		files[i] = v
+	}
+	if files == [3]string{} {
+		return nil
+	}
+	t, err := redisconn.LoadTLS(files[0], files[1], files[2], "")
+	if err != nil {
+		return fmt.Errorf("MySQL %w", err)
+	}
+	b.mysqlTLS = t
+	return nil
+}
+
+func (b *backendFlags) resolveRedis(sec *secrets) error {
+	u, uFrom, err := b.value(setting{"redis-url", "redis-url-file", "DAGFLOW_REDIS_URL", "DAGFLOW_REDIS_URL_FILE"}, b.redisURL, b.redisURLFile)
+	if err != nil {
+		return err
+	}
+	addr, aFrom, err := b.value(setting{flag: "redis-addr", env: "DAGFLOW_REDIS_ADDR"}, b.rdAddr, "")
+	if err != nil {
+		return err
+	}
+	switch {
+	case u != "" && addr != "" && strings.HasPrefix(uFrom, "--") == strings.HasPrefix(aFrom, "--"):
+		return usagef("%s and %s both name the Redis: give one", uFrom, aFrom)
+	case u != "" && (addr == "" || strings.HasPrefix(uFrom, "--")):
+		c, err := redisconn.Parse(u)
+		if err != nil {
+			return fmt.Errorf("%s: %w", uFrom, err)
+		}
+		sec.add(c.Secrets()...)
+		b.redis = c
+		return nil
+	case addr == "":
+		addr = defaultRedisAddr
+	}
+	c, err := redisconn.FromAddr(addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", aFrom, err)
+	}
+	b.redis = c
+	return nil
+}
+
+// openStore opens the MySQL store (or the SQLite file of --sqlite).
 func (b *backendFlags) openStore(ctx context.Context) (persistence.Store, error) {
 	if b.sqlite != "" {
-		// sqlite's and mysql's errors name their package (and the file).
-		st, err := sqlite.Open(ctx, sqlite.Config{Path: b.sqlite, AutoMigrate: b.migrate})
-		if err != nil {
-			return nil, err
-		}
-		return st, nil
+		return openSQLite(ctx, b.sqlite, b.migrate)
 	}
-	st, err := mysql.Open(ctx, mysql.Config{DSN: b.mysqlDSN, AutoMigrate: b.migrate})
+	st, err := mysql.Open(ctx, mysql.Config{DSN: b.dsn, AutoMigrate: b.migrate, TLS: b.mysqlTLS})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (DSN %s)", err, redactDSN(b.dsn))
 	}
 	return st, nil
 }
 
+// openRedis connects to the Redis and checks the credentials: a wrong
+// password, a missing permission or a TLS failure is an error here, naming
+// the server and the user.
 func (b *backendFlags) openRedis(ctx context.Context) (redis.UniversalClient, error) {
-	c := redis.NewClient(&redis.Options{Addr: b.redisAddr})
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redis %s: %w", b.redisAddr, err)
-	}
-	return c, nil
+	return redisconn.Open(ctx, b.redis)
 }

@@ -1,37 +1,39 @@
+//go:build !nodev
+
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dagflow/dagflow/internal/bench"
 )
 
-// runBench is `dagflow bench`: the flags, then internal/bench does the
+// newBenchCmd is `dagflow bench`: the flags, then internal/bench does the
 // measuring and the report.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newBenchCmd(sec *secrets) *cobra.Command {
 	var cfg bench.Config
-	cfg.RegisterFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dagflow bench [flags]")
-		fmt.Fprintln(stderr, "\nRuns the order workflow (reserve -> notify || points -> ship) with no-op handlers and")
-		fmt.Fprintln(stderr, "prints a table and one JSON line. See the Benchmarks section of the README.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "end-to-end benchmark of the order workflow with no-op handlers",
+		Long: "Runs the order workflow (reserve -> notify || points -> ship) with no-op handlers and\n" +
+			"prints a table and one JSON line. See the Benchmarks section of the README.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sec.addDSN(cfg.MySQLDSN)
+			res, err := bench.Run(cmd.Context(), cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return res.Print(cmd.OutOrStdout(), cfg.JSONOnly)
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	res, err := bench.Run(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	return res.Print(stdout, cfg.JSONOnly)
+	gofs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	cfg.RegisterFlags(gofs)
+	cmd.Flags().AddGoFlagSet(gofs)
+	// The default of --mysql-dsn comes from DAGFLOW_MYSQL_DSN, which may
+	// hold a password: help names the variable, not its value.
+	cmd.Flags().Lookup("mysql-dsn").DefValue = ""
+	return cmd
 }

@@ -1,9 +1,10 @@
+//go:build !nodev
+
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
@@ -23,27 +25,45 @@ import (
 	"github.com/dagflow/dagflow/workflows"
 )
 
-// runDev starts an engine on an in-process Redis and a SQLite file,
-// registers the example workflows, triggers a few order runs (some designed
-// to retry or to fail and compensate), prints their progress and exits when
-// all are finished. Unfinished runs left in the SQLite file by an earlier
-// session are resumed by the reconciler: Redis is rebuilt from the store.
-func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dbPath := fs.String("db", "dagflow-dev.db", "SQLite file holding the runs")
-	n := fs.Int("runs", 6, "how many order runs to trigger")
-	concurrency := fs.Int("concurrency", 8, "steps run at once")
-	verbose := fs.Bool("v", false, "log the engine's info messages")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up if the runs have not finished by then")
-	if err := fs.Parse(args); err != nil {
-		return err
+// newDevCmd is `dagflow dev`: an engine on an in-process Redis and a
+// SQLite file, the example workflows registered, a few order runs
+// triggered (some designed to retry or to fail and compensate), their
+// progress printed; it exits when all are finished. Unfinished runs left
+// in the SQLite file by an earlier session are resumed by the reconciler:
+// Redis is rebuilt from the store.
+func newDevCmd() *cobra.Command {
+	var opt devOptions
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "run the example workflows on the embedded default (miniredis + SQLite), no servers",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), opt, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	if *n < 1 {
-		return fmt.Errorf("-runs %d: must be at least 1", *n)
+	fs := cmd.Flags()
+	fs.StringVar(&opt.dbPath, "db", "dagflow-dev.db", "SQLite file holding the runs")
+	fs.IntVar(&opt.runs, "runs", 6, "how many order runs to trigger")
+	fs.IntVar(&opt.concurrency, "concurrency", 8, "steps run at once")
+	fs.BoolVarP(&opt.verbose, "verbose", "v", false, "log the engine's info messages")
+	fs.DurationVar(&opt.timeout, "timeout", 2*time.Minute, "give up if the runs have not finished by then")
+	return cmd
+}
+
+type devOptions struct {
+	dbPath      string
+	runs        int
+	concurrency int
+	verbose     bool
+	timeout     time.Duration
+}
+
+func runDev(ctx context.Context, opt devOptions, stdout, stderr io.Writer) error {
+	if opt.runs < 1 {
+		return fmt.Errorf("--runs %d: must be at least 1", opt.runs)
 	}
 	level := slog.LevelWarn
-	if *verbose {
+	if opt.verbose {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -55,7 +75,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: *dbPath, AutoMigrate: true})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: opt.dbPath, AutoMigrate: true})
 	if err != nil {
 		return err // names sqlite and the file
 	}
@@ -68,7 +88,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	e, err := engine.New(engine.Config{
-		Store: store, Redis: rdb, Logger: logger, Concurrency: *concurrency,
+		Store: store, Redis: rdb, Logger: logger, Concurrency: opt.concurrency,
 		ReconcileInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
 	})
 	if err != nil {
@@ -93,7 +113,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		e.Stop(sctx)
 	}()
 
-	abs, _ := filepath.Abs(*dbPath)
+	abs, _ := filepath.Abs(opt.dbPath)
 	fmt.Fprintf(stdout, "dagflow dev: in-process Redis at %s, runs stored in %s\n", mr.Addr(), abs)
 	fmt.Fprintf(stdout, "workflows: %s\n\n", strings.Join(sortedNames(e.Workflows()), ", "))
 
@@ -104,7 +124,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		order orderflow.Order
 	}
 	var plan []planned
-	for i := 0; i < *n; i++ {
+	for i := 0; i < opt.runs; i++ {
 		o := orderflow.Order{
 			OrderID: fmt.Sprintf("%s-%d", session, i+1), Customer: fmt.Sprintf("customer%d@example.com", i+1),
 			SKU: "SKU-42", Quantity: 1 + i%3, Total: float64(60 + 40*i),
@@ -142,7 +162,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stdout)
 
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
 	seen := map[string]string{}
 	finished := map[string]bool{}
@@ -166,7 +186,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				seen[key] = state
 				extra := ""
 				if s.Status == persistence.StepRetrying || s.Status == persistence.StepDead || s.Status == persistence.StepCompensationFailed {
-					extra = "  " + firstLine(s.Error)
+					extra = "  " + cell(s.Error)
 				}
 				fmt.Fprintf(stdout, "  %s  %-8s %-20s attempt %d%s\n", short(id), s.Step, s.Status, s.Attempt, extra)
 			}
@@ -224,11 +244,4 @@ func short(id string) string {
 		return id[len(id)-12:]
 	}
 	return id
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -1,54 +1,61 @@
 // Command dagflow runs and operates dagflow workflow engines.
 //
-//	dagflow dev                      everything in one process, no servers (miniredis + SQLite)
-//	dagflow worker                   an engine node on Redis + MySQL, until SIGINT/SIGTERM
-//	dagflow migrate                  apply the schema migrations to a MySQL database
-//	dagflow runs [list|show ID]      list runs or show one with its steps and history
-//	dagflow dlq [list|retry|discard] the dead-letter queue
-//	dagflow bench                    end-to-end throughput of the order workflow
+//	dagflow dev                          everything in one process, no servers (miniredis + SQLite)
+//	dagflow worker                       an engine node on Redis + MySQL, until SIGINT/SIGTERM
+//	dagflow migrate                      apply the schema migrations to a MySQL database
+//	dagflow runs [list]                  list runs, newest first
+//	dagflow runs show RUN_ID             a run with its steps and history
+//	dagflow dlq [list]                   the dead-letter queue
+//	dagflow dlq retry|discard RUN_ID STEP
+//	dagflow bench                        end-to-end throughput of the order workflow
+//	dagflow version                      the module version and VCS revision (also --version)
 //
-// Every command takes -h for its flags. Connection settings also come from
-// the environment: DAGFLOW_MYSQL_DSN, DAGFLOW_REDIS_ADDR, DAGFLOW_PREFIX.
+// Every command takes -h for its flags. Flags may come before or after the
+// arguments; an unknown command, flag or argument is a usage error (exit
+// status 2), any other failure exits 1. The Go-style single-dash spelling
+// of a long flag (-mysql-dsn) is still accepted.
+//
+// Connection settings also come from the environment; a flag wins over its
+// variable. The *_FILE forms read the value from a file (trimmed), so that
+// a secret is neither on the command line (visible in ps) nor in the
+// environment:
+//
+//	DAGFLOW_MYSQL_DSN, DAGFLOW_MYSQL_DSN_FILE           --mysql-dsn, --mysql-dsn-file
+//	DAGFLOW_MYSQL_TLS_CA, _CERT, _KEY                   --mysql-tls-ca, --mysql-tls-cert, --mysql-tls-key
+//	DAGFLOW_REDIS_URL, DAGFLOW_REDIS_URL_FILE           --redis-url, --redis-url-file
+//	DAGFLOW_REDIS_ADDR                                  --redis-addr (host:port, no credentials)
+//	DAGFLOW_PREFIX                                      --prefix
+//	DAGFLOW_SQLITE                                      --sqlite
+//
+// Redis URLs are redis://, rediss:// (TLS with a private CA and a client
+// certificate), redis+sentinel:// and redis+cluster://; `dagflow worker
+// -h` lists their forms.
+//
+// Secrets are not printed: help shows which variable a setting comes from,
+// not its value, and every message, including the logs of the Redis and
+// MySQL drivers, has the passwords of the DSN and URL replaced by "xxxxx".
+// Text read from the store (run and step errors, outputs, names) is printed
+// with its control characters escaped, so a step error cannot drive the
+// terminal (see escape.go).
+//
+// Building with -tags nodev leaves out the dev and bench commands and
+// --sqlite, so that a production binary links neither miniredis nor SQLite.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
-
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-func commands() []command {
-	return []command{
-		{"dev", "run the example workflows on the embedded default (miniredis + SQLite), no servers", runDev},
-		{"worker", "run an engine node on Redis + MySQL until SIGINT/SIGTERM", runWorker},
-		{"migrate", "apply the schema migrations to a MySQL (or SQLite) database", runMigrate},
-		{"runs", "list runs, or show one: runs [list|show RUN_ID]", runRuns},
-		{"dlq", "dead-letter queue: dlq [list|retry RUN_ID STEP|discard RUN_ID STEP]", runDLQ},
-		{"bench", "end-to-end benchmark of the order workflow with no-op handlers", runBench},
-	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dagflow <command> [flags]")
-	fmt.Fprintln(w)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'dagflow <command> -h' for a command's flags.")
-}
 
 // defaultGCPercent is the garbage collector's target when GOGC is not set.
 // The engine's live heap is small (tens of MiB) and mostly short-lived
@@ -61,33 +68,230 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go watchSignals(sigs, cancel, os.Stderr, os.Exit)
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// watchSignals cancels the command's context on the first signal (a
+// graceful stop) and exits at once on the second.
+func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Writer, exit func(int)) {
+	s, ok := <-sigs
+	if !ok {
+		return
+	}
+	cancel()
+	fmt.Fprintf(stderr, "dagflow: %v: stopping; a second signal exits at once\n", s)
+	if s, ok = <-sigs; !ok {
+		return
+	}
+	fmt.Fprintf(stderr, "dagflow: %v again: exiting now\n", s)
+	exit(signalExitCode(s))
+}
+
+// signalExitCode is the shell's status of a process killed by s: 128+n.
+func signalExitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
+// usageError is a command line that does not make sense: exit status 2.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run runs the dagflow command line args and returns its exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
+	sec := &secrets{}
+	helpOut := stdout
+	stdout, stderr = sec.writer(stdout), sec.writer(stderr)
+	routeDriverLogs(stderr)
+	root := newRoot(sec)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Help prints no value given to the command, only the flags' help and
+	// their compiled-in defaults: it is written as it is, so that the
+	// forms it documents (user:pass@host) are not taken for secrets.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.SetOut(helpOut)
+		help(c, args)
+	})
+	root.SetArgs(longFlagsCompat(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			err := c.run(ctx, args[1:], stdout, stderr)
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
+	name := "dagflow"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s -h' for usage.\n", name, err, name)
+		return 2
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return 1
+}
+
+// newRoot builds the command tree.
+func newRoot(sec *secrets) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dagflow",
+		Short: "dagflow runs and operates dagflow workflow engines",
+		Long: "dagflow runs and operates dagflow workflow engines.\n\n" +
+			"Flags may come before or after the arguments. Connection settings also come from\n" +
+			"DAGFLOW_* environment variables; each flag's help names its variable.",
+		Version:           versionString(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q", args[0])
 			}
-			if err != nil {
-				fmt.Fprintf(stderr, "dagflow %s: %v\n", c.name, err)
-				return 1
-			}
-			return 0
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Usage()
+			return usagef("no command given")
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newWorkerCmd(sec), newMigrateCmd(sec), newRunsCmd(sec), newDLQCmd(sec), newVersionCmd())
+	root.AddCommand(embeddedCommands(sec)...)
+	return root
+}
+
+// noArgs refuses any argument.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		if cmd.HasSubCommands() {
+			return usagef("unknown command %q (want one of: %s)", args[0], subcommandNames(cmd))
+		}
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+func subcommandNames(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
 		}
 	}
-	fmt.Fprintf(stderr, "dagflow: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	return strings.Join(names, ", ")
+}
+
+// exactArgs wants the named arguments, and says which are missing.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < len(names) {
+			return usagef("missing %s (usage: %s)", strings.Join(names[len(args):], " and "), cmd.UseLine())
+		}
+		if len(args) > len(names) {
+			return usagef("unexpected argument %q after %s", args[len(names)], strings.Join(names, " "))
+		}
+		return nil
+	}
+}
+
+// longFlagsCompat rewrites the Go-flag spelling of a long flag, -name or
+// -name=value, as --name, so that scripts written for the flag package's
+// command line still work. Only names of long flags are rewritten, and
+// nothing after "--".
+func longFlagsCompat(root *cobra.Command, args []string) []string {
+	long := map[string]bool{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		mark := func(f *pflag.Flag) {
+			if len(f.Name) > 1 {
+				long[f.Name] = true
+			}
+		}
+		c.Flags().VisitAll(mark)
+		c.PersistentFlags().VisitAll(mark)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if long[name] {
+				out[i] = "-" + a
+			}
+		}
+	}
+	return out
+}
+
+// newVersionCmd is `dagflow version`, the same as --version.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the module version and VCS revision",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), versionString())
+			return nil
+		},
+	}
+}
+
+// module is the main module's path, for builds that record none.
+const module = "github.com/dagflow/dagflow"
+
+// versionString describes the binary from its build information: module,
+// version, VCS revision and time (when built from a checkout), Go version.
+func versionString() string { return versionOf(debug.ReadBuildInfo()) }
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "dagflow " + module + " (no build information)"
+	}
+	path, version := bi.Main.Path, bi.Main.Version
+	if path == "" {
+		path = module
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	s := "dagflow " + path + " " + version
+	var rev, when, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.time":
+			when = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				modified = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		s += " revision " + rev + modified
+		if when != "" {
+			s += " " + when
+		}
+	} else {
+		s += " revision unknown"
+	}
+	return s + " " + bi.GoVersion
 }

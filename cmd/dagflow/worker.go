@@ -2,70 +2,180 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
 	"github.com/dagflow/dagflow/steps"
 	"github.com/dagflow/dagflow/workflows"
 )
 
-// runWorker runs one engine node (workers and reconciler) with the example
-// workflows registered, until ctx ends (SIGINT/SIGTERM); then it stops
-// gracefully within -shutdown-timeout.
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var b backendFlags
-	b.register(fs)
-	concurrency := fs.Int("concurrency", 10, "steps run at once")
-	queues := fs.String("queues", "default", "comma-separated queues to work, in priority order")
-	lease := fs.Duration("lease", 30*time.Second, "step lease")
-	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
-	if err := fs.Parse(args); err != nil {
+// stopGrace is how long the worker waits, after --shutdown-timeout, for
+// the engine to end handlers that ignore their cancelled context. Their
+// leases were released when the timeout passed, so other workers take
+// their steps; then the worker exits without them, with status 1.
+const stopGrace = 5 * time.Second
+
+type workerFlags struct {
+	b           backendFlags
+	concurrency int
+	queues      string
+	lease       time.Duration
+	shutdown    time.Duration
+}
+
+// newWorkerCmd runs one engine node (workers and reconciler) with the
+// example workflows registered, until the context ends (SIGINT/SIGTERM);
+// then it stops gracefully within --shutdown-timeout.
+func newWorkerCmd(sec *secrets) *cobra.Command {
+	var w workerFlags
+	cmd := withBackends(&cobra.Command{
+		Use:   "worker",
+		Short: "run an engine node on Redis + MySQL until SIGINT/SIGTERM",
+		Long: "Run an engine node on Redis + MySQL until SIGINT/SIGTERM. The first signal stops it\n" +
+			"gracefully within --shutdown-timeout (running steps that have not finished by then\n" +
+			"are released to other workers); a second signal exits at once.\n\n" + redisURLHelp,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd.Context(), &w, cmd.Flags().Changed("queues"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}, &w.b, sec)
+	fs := cmd.Flags()
+	fs.IntVar(&w.concurrency, "concurrency", 10, "steps run at once")
+	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
+	fs.DurationVar(&w.lease, "lease", 30*time.Second, "step lease")
+	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
+	return cmd
+}
+
+func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	reg := steps.NewRegistry()
+	if err := orderflow.NewServices().Register(reg); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	store, err := b.openStore(ctx)
+	wfs, err := dag.LoadFS(workflows.FS, reg)
+	if err != nil {
+		return err
+	}
+	var queues []string
+	if queuesGiven {
+		left, err := chooseQueues(w.queues, wfs)
+		if err != nil {
+			return err
+		}
+		queues = strings.Split(w.queues, ",")
+		for _, q := range sortedKeys(left) {
+			logger.Warn("queue not worked by this node: its steps wait for another node", "queue", q, "steps", strings.Join(left[q], ","))
+		}
+	}
+	store, err := w.b.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	rdb, err := b.openRedis(ctx)
+	rdb, err := w.b.openRedis(ctx)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-
-	reg := steps.NewRegistry()
-	svc := orderflow.NewServices()
-	if err := svc.Register(reg); err != nil {
-		return err
-	}
 	e, err := engine.New(engine.Config{
-		Store: store, Redis: rdb, Prefix: b.prefix, Logger: logger,
-		Concurrency: *concurrency, Queues: strings.Split(*queues, ","), Lease: *lease,
+		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger,
+		Concurrency: w.concurrency, Queues: queues, Lease: w.lease,
 	})
 	if err != nil {
 		return err
 	}
-	if err := e.LoadWorkflows(workflows.FS, reg); err != nil {
+	if err := e.Register(wfs...); err != nil {
 		return err
 	}
 	if err := e.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", e.NodeID(), *queues)
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
-	defer cancel()
-	if err := e.Stop(sctx); err != nil {
-		return fmt.Errorf("stop: %w (running steps were released to other workers)", err)
+	if queues == nil {
+		queues = sortedKeys(queueSteps(wfs))
 	}
-	return nil
+	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", e.NodeID(), strings.Join(queues, ","))
+	<-ctx.Done()
+	return stopWithin(e.Stop, w.shutdown, stopGrace)
+}
+
+// queueSteps maps each queue of wfs to its steps, "workflow/step".
+func queueSteps(wfs []*dag.Workflow) map[string][]string {
+	m := map[string][]string{}
+	for _, w := range wfs {
+		for _, s := range w.Steps() {
+			m[s.Queue] = append(m[s.Queue], w.Name()+"/"+s.Name)
+		}
+	}
+	return m
+}
+
+// chooseQueues checks an explicit --queues list against the registered
+// workflows: it must name queues, each of them used by a step. It returns
+// the queues left out, with their steps.
+func chooseQueues(list string, wfs []*dag.Workflow) (left map[string][]string, err error) {
+	known := queueSteps(wfs)
+	if strings.TrimSpace(list) == "" {
+		return nil, usagef("--queues is empty (leave it out to work every queue: %s)", strings.Join(sortedKeys(known), ", "))
+	}
+	seen := map[string]bool{}
+	for i, q := range strings.Split(list, ",") {
+		switch {
+		case q == "" || strings.TrimSpace(q) != q:
+			return nil, usagef("--queues %q: element %d is empty or has spaces", list, i+1)
+		case seen[q]:
+			return nil, usagef("--queues %q: %q is listed twice", list, q)
+		case known[q] == nil:
+			return nil, usagef("--queues %q: %q is not a queue of any registered workflow (queues: %s)", list, q, strings.Join(sortedKeys(known), ", "))
+		}
+		seen[q] = true
+	}
+	left = map[string][]string{}
+	for q, s := range known {
+		if !seen[q] {
+			left[q] = s
+		}
+	}
+	return left, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// stopWithin stops the engine gracefully within timeout. A stop that
+// runs out of time is an error (the engine released the steps still
+// running); one that has not returned grace after the timeout (a handler
+// that ignores cancellation holds it) is abandoned with an error, and the
+// process exits without waiting for it.
+func stopWithin(stop func(context.Context) error, timeout, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- stop(ctx) }()
+	abandon := time.NewTimer(timeout + grace)
+	defer abandon.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("graceful stop did not finish within --shutdown-timeout %v: %w (the steps still running were released to other workers)", timeout, err)
+		}
+		return nil
+	case <-abandon.C:
+		return fmt.Errorf("graceful stop did not finish within --shutdown-timeout %v plus %v: a step handler ignores cancellation; exiting without it (its lease was released, another worker runs the step)", timeout, grace)
+	}
 }

@@ -2,12 +2,14 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -30,6 +32,11 @@ type Config struct {
 	MaxOpenConns int
 	// AutoMigrate applies pending migrations in Open.
 	AutoMigrate bool
+	// TLS, when not nil, makes the connections use TLS with this
+	// configuration (a private CA in RootCAs, a client certificate), in
+	// place of the DSN's tls parameter. Open registers it with the driver
+	// under a name of its own; its ServerName defaults to the DSN's host.
+	TLS *tls.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -64,6 +71,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	dsn, err := normalizeDSN(cfg.DSN)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.TLS != nil {
+		if dsn, err = withTLS(dsn, cfg.TLS); err != nil {
+			return nil, err
+		}
 	}
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
@@ -112,6 +124,24 @@ func isolationVariable(ctx context.Context, db *sql.DB) (string, error) {
 		return "tx_isolation", nil
 	}
 	return "transaction_isolation", nil
+}
+
+// tlsConfigs numbers the TLS configurations Open registers with the
+// driver, whose registry is global: each Open's gets a name of its own.
+var tlsConfigs atomic.Int64
+
+// withTLS registers t with the driver and names it in dsn.
+func withTLS(dsn string, t *tls.Config) (string, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql: bad DSN: %w", err)
+	}
+	name := fmt.Sprintf("dagflow-%d", tlsConfigs.Add(1))
+	if err := mysql.RegisterTLSConfig(name, t.Clone()); err != nil {
+		return "", fmt.Errorf("mysql: TLS config: %w", err)
+	}
+	c.TLSConfig = name
+	return c.FormatDSN(), nil
 }
 
 // normalizeDSN forces the settings the store relies on.
