@@ -153,3 +153,20 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// waitFor polls cond until it reports done or timeout passes, then fails
+// the test naming what it waited for and cond's last explanation.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (done bool, why string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: not within %v: %s; last: %s", timeout, what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

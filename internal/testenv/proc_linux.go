@@ -1,0 +1,16 @@
+package testenv
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// dieWithTest makes the kernel SIGKILL cmd's process when the test process
+// dies, so a server outlives no test binary, even one killed without
+// running its cleanups (a timeout, a SIGKILL, a crash).
+func dieWithTest(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
