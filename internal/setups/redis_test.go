@@ -1,0 +1,122 @@
+package setups
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/testenv"
+)
+
+// aclCommands are the commands a dagflow node's Redis user needs:
+// EVALSHA, and EVAL when the server lost the cached script (a restart, a
+// failover); SUBSCRIBE and PING for the wake-up channel; and every command
+// the queue's Lua scripts call, which Redis checks against the user's
+// rules too. Found by starting from -@all and adding what the ACL log
+// said was denied, then the commands of script paths a short run may not
+// take (the heartbeat's ZSCORE, the release's LPUSH). The README's
+// production checklist shows this rule.
+const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
+	"+del +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
+	"+zadd +zcard +zrange +zrangebyscore +zrem +zscore"
+
+// TestRedisACL runs the orders as an ACL user limited to its key prefix
+// (keys and pub/sub channels) and to aclCommands.
+func TestRedisACL(t *testing.T) {
+	const prefix = "shop"
+	rule := fmt.Sprintf("dagflow on >app-secret resetkeys ~%s:* resetchannels &%s:* %s", prefix, prefix, aclCommands)
+	srv := testenv.StartRedisWith(t, testenv.RedisOptions{Users: []string{rule}})
+	t.Logf("ACL rule: user %s", rule)
+	c := redis.NewClient(srv.UserOptions("dagflow", "app-secret"))
+	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { logDenied(t, srv) })
+	runOrders(t, setup{store: sharedStore(t), redis: c, prefix: prefix})
+}
+
+// logDenied logs what the ACL log recorded: the commands, keys and
+// channels the user was refused.
+func logDenied(t *testing.T, srv *testenv.RedisServer) {
+	admin := srv.Client(t)
+	entries, err := admin.Do(context.Background(), "ACL", "LOG").Slice()
+	if err != nil {
+		t.Errorf("ACL LOG: %v", err)
+		return
+	}
+	for _, e := range entries {
+		t.Errorf("denied: %v", e)
+	}
+}
+
+// TestRedisACLCoversScripts keeps aclCommands in step with the queue's
+// Lua scripts: every command a script calls must be granted, or a path
+// the order runs did not take fails with NOPERM in production.
+func TestRedisACLCoversScripts(t *testing.T) {
+	files, err := filepath.Glob("../../queue/lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("queue scripts: %v (%d files)", err, len(files))
+	}
+	granted := map[string]bool{}
+	for _, f := range strings.Fields(aclCommands) {
+		granted[strings.TrimPrefix(f, "+")] = true
+	}
+	call := regexp.MustCompile(`(?:redis\.call|callchunks)\('([A-Z]+)'`)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			if cmd := strings.ToLower(m[1]); !granted[cmd] {
+				t.Errorf("%s calls %s, which aclCommands does not grant", filepath.Base(f), m[1])
+			}
+		}
+	}
+}
+
+// TestRedisTLS runs the orders over TLS only, trusting only a private CA
+// and presenting a client certificate (tls-auth-clients yes).
+func TestRedisTLS(t *testing.T) {
+	ca := testenv.NewCA(t)
+	srv := testenv.StartRedisWith(t, testenv.RedisOptions{TLS: ca, TLSAuthClients: "yes"})
+	runOrders(t, setup{store: sharedStore(t), redis: srv.Client(t)})
+}
+
+// TestRedisSentinel runs the orders through Sentinel and moves the
+// master while runs are in flight, by a SENTINEL FAILOVER and by a
+// SIGKILL of the master (what it had not replicated is lost): every run
+// still finishes, each step once.
+func TestRedisSentinel(t *testing.T) {
+	for name, move := range map[string]func(*testenv.RedisSentinel) (string, error){
+		"Failover":   (*testenv.RedisSentinel).Failover,
+		"MasterKill": (*testenv.RedisSentinel).KillMaster,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := testenv.StartSentinel(t)
+			c := redis.NewFailoverClient(s.FailoverOptions())
+			t.Cleanup(func() { c.Close() })
+			runOrders(t, setup{store: sharedStore(t), redis: c, midRun: func() {
+				start := time.Now()
+				addr, err := move(s)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				t.Logf("new master %s: the Sentinels agreed after %v", addr, time.Since(start).Round(time.Millisecond))
+			}})
+		})
+	}
+}
+
+// TestRedisCluster runs the orders on a Redis Cluster of 3 masters, each
+// with a replica.
+func TestRedisCluster(t *testing.T) {
+	cl := testenv.StartCluster(t, 3, 1)
+	runOrders(t, setup{store: sharedStore(t), redis: cl.Client(t)})
+}
