@@ -16,6 +16,7 @@ import (
 // 3 seconds) and runs the orders on it, each subtest with a database of
 // its own, on the shared Redis.
 func TestMariaDB(t *testing.T) {
+	skipShort(t)
 	ca := testenv.NewCA(t)
 	start := time.Now()
 	db := testenv.StartMariaDB(t, testenv.MariaDBOptions{TLS: ca})

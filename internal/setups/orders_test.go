@@ -29,6 +29,8 @@ type setup struct {
 	store  persistence.Store
 	redis  redis.UniversalClient
 	prefix string // Redis key prefix; default testenv.KeyPrefix
+	// concurrency is the engine's Concurrency; default the engine's.
+	concurrency int
 	// midRun, when set, is called (on another goroutine) once runs are
 	// under way, while more are triggered: a failover. It may not call
 	// t.Fatal.
@@ -47,13 +49,18 @@ func runOrders(t *testing.T, s setup) {
 	}
 	reg := steps.NewRegistry()
 	svc := orderflow.NewServices()
-	svc.Delay = 20 * time.Millisecond // keeps runs in flight while midRun acts
+	svc.Delay = 20 * time.Millisecond
+	if s.midRun != nil {
+		// Steps outlast the pace of triggers, so runs overlap, slots
+		// fill, and ready steps wait in Redis across the event.
+		svc.Delay = 200 * time.Millisecond
+	}
 	if err := svc.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	e, err := engine.New(engine.Config{
 		Store: s.store, Redis: s.redis, Prefix: s.prefix, Logger: testLogger(t),
-		ReconcileInterval: 200 * time.Millisecond,
+		Concurrency: s.concurrency, ReconcileInterval: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +80,7 @@ func runOrders(t *testing.T, s setup) {
 		}
 	})
 	ids := make([]string, orderRuns)
+	var claimed int64 // steps claimed from Redis tasks when the event ended
 	trigger := func(i int) {
 		o := orderflow.Order{OrderID: fmt.Sprintf("o-%d", i), Customer: "c@example.com", SKU: "sku-1", Quantity: 1, Total: float64(50 + 10*i)}
 		if ids[i], err = e.Trigger(ctx, "order", o); err != nil {
@@ -85,24 +93,26 @@ func runOrders(t *testing.T, s setup) {
 		}
 	} else {
 		// A quarter of the runs first; once they are under way, the
-		// event, while the rest are triggered over the next 2 seconds:
-		// runs are in every state while it happens.
+		// event, while the rest are triggered over the next 3 seconds:
+		// runs are in every state while it happens, and steps are still
+		// taken from Redis after it.
 		for i := range orderRuns / 4 {
 			trigger(i)
 		}
 		testenv.Eventually(t, 30*time.Second, func() bool { return svc.Count("reserve") >= 2 }, "the first runs under way")
 		done := make(chan struct{})
+		shipped := 0
 		go func() {
 			defer close(done)
 			s.midRun()
+			claimed, shipped = e.Stats().ClaimItems, svc.Count("ship")
 		}()
 		for i := orderRuns / 4; i < orderRuns; i++ {
-			time.Sleep(2 * time.Second / orderRuns)
+			time.Sleep(3 * time.Second / orderRuns)
 			trigger(i)
 		}
 		<-done
-		t.Logf("after the event: %d of %d runs shipped; engine stats: %d Redis errors, %d tasks reconciled",
-			svc.Count("ship"), orderRuns, e.Stats().RedisErrors, e.Stats().Reconciled)
+		t.Logf("when the event ended, %d of %d runs had shipped", shipped, orderRuns)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -117,6 +127,13 @@ func runOrders(t *testing.T, s setup) {
 		}
 		if checkSteps(t, s.store, id) {
 			points++
+		}
+	}
+	if st := e.Stats(); s.midRun != nil {
+		t.Logf("steps claimed from Redis tasks after the event: %d (%d before); Redis errors %d; tasks reconciled %d",
+			st.ClaimItems-claimed, claimed, st.RedisErrors, st.Reconciled)
+		if st.ClaimItems == claimed {
+			t.Error("no step was taken from Redis after the event: the test did not exercise the setup after it")
 		}
 	}
 	for kind, want := range map[string]int{"reserve": orderRuns, "notify": orderRuns, "points": points, "ship": orderRuns, "release": 0, "revoke_points": 0} {
@@ -170,6 +187,14 @@ func checkSteps(t *testing.T, st persistence.Store, runID string) (points bool) 
 		t.Logf("run %s: other attempts: %s", runID, strings.Join(others, "; "))
 	}
 	return points
+}
+
+// skipShort skips a test that starts servers under -short.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts its own servers; skipped under -short")
+	}
 }
 
 // sharedStore opens a migrated store on a private database of the shared

@@ -30,6 +30,7 @@ const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
 // TestRedisACL runs the orders as an ACL user limited to its key prefix
 // (keys and pub/sub channels) and to aclCommands.
 func TestRedisACL(t *testing.T) {
+	skipShort(t)
 	const prefix = "shop"
 	rule := fmt.Sprintf("dagflow on >app-secret resetkeys ~%s:* resetchannels &%s:* %s", prefix, prefix, aclCommands)
 	srv := testenv.StartRedisWith(t, testenv.RedisOptions{Users: []string{rule}})
@@ -83,6 +84,7 @@ func TestRedisACLCoversScripts(t *testing.T) {
 // TestRedisTLS runs the orders over TLS only, trusting only a private CA
 // and presenting a client certificate (tls-auth-clients yes).
 func TestRedisTLS(t *testing.T) {
+	skipShort(t)
 	ca := testenv.NewCA(t)
 	srv := testenv.StartRedisWith(t, testenv.RedisOptions{TLS: ca, TLSAuthClients: "yes"})
 	runOrders(t, setup{store: sharedStore(t), redis: srv.Client(t)})
@@ -93,6 +95,7 @@ func TestRedisTLS(t *testing.T) {
 // SIGKILL of the master (what it had not replicated is lost): every run
 // still finishes, each step once.
 func TestRedisSentinel(t *testing.T) {
+	skipShort(t)
 	for name, move := range map[string]func(*testenv.RedisSentinel) (string, error){
 		"Failover":   (*testenv.RedisSentinel).Failover,
 		"MasterKill": (*testenv.RedisSentinel).KillMaster,
@@ -101,7 +104,9 @@ func TestRedisSentinel(t *testing.T) {
 			s := testenv.StartSentinel(t)
 			c := redis.NewFailoverClient(s.FailoverOptions())
 			t.Cleanup(func() { c.Close() })
-			runOrders(t, setup{store: sharedStore(t), redis: c, midRun: func() {
+			// Few slots, so that most steps go through Redis rather than
+			// being claimed at creation or release by this node.
+			runOrders(t, setup{store: sharedStore(t), redis: c, concurrency: 3, midRun: func() {
 				start := time.Now()
 				addr, err := move(s)
 				if err != nil {
@@ -117,6 +122,7 @@ func TestRedisSentinel(t *testing.T) {
 // TestRedisCluster runs the orders on a Redis Cluster of 3 masters, each
 // with a replica.
 func TestRedisCluster(t *testing.T) {
+	skipShort(t)
 	cl := testenv.StartCluster(t, 3, 1)
 	runOrders(t, setup{store: sharedStore(t), redis: cl.Client(t)})
 }

@@ -54,7 +54,9 @@ func StartCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	// redis-cli makes the first nodes the masters.
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicasPerMaster), "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+	cmd := exec.Command("redis-cli", args...)
+	dieWithTest(cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: redis-cli --cluster create: %v\n%s", err, out)
 	}
 	c.wait(t)

@@ -66,7 +66,9 @@ func StartMariaDB(t testing.TB, opts MariaDBOptions) *MariaDB {
 	runAs := currentUser(t)
 	install := append([]string{"--no-defaults", "--auth-root-authentication-method=normal",
 		"--skip-test-db", "--datadir=" + data, "--user=" + runAs}, innodbSmall...)
-	if out, err := exec.Command("mariadb-install-db", install...).CombinedOutput(); err != nil {
+	cmd := exec.Command("mariadb-install-db", install...)
+	dieWithTest(cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: mariadb-install-db: %v\n%s", err, out)
 	}
 	m := &MariaDB{Port: FreePort(t), Opts: opts}
