@@ -35,9 +35,21 @@ func TestRedisACL(t *testing.T) {
 	rule := fmt.Sprintf("dagflow on >app-secret resetkeys ~%s:* resetchannels &%s:* %s", prefix, prefix, aclCommands)
 	srv := testenv.StartRedisWith(t, testenv.RedisOptions{Users: []string{rule}})
 	t.Logf("ACL rule: user %s", rule)
-	c := redis.NewClient(srv.UserOptions("dagflow", "app-secret"))
+	// From a URL, as the CLI's --redis-url will be given.
+	opts, err := redis.ParseURL(srv.URL("dagflow", "app-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
 	t.Cleanup(func() { c.Close() })
 	t.Cleanup(func() { logDenied(t, srv) })
+	if err := c.Set(context.Background(), "other:k", "v", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("SET outside the prefix: %v, want NOPERM", err)
+	}
+	admin := srv.Client(t)
+	if err := admin.Do(context.Background(), "ACL", "LOG", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
 	runOrders(t, setup{store: sharedStore(t), redis: c, prefix: prefix})
 }
 
@@ -102,7 +114,14 @@ func TestRedisSentinel(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := testenv.StartSentinel(t)
-			c := redis.NewFailoverClient(s.FailoverOptions())
+			opts, err := redis.ParseFailoverURL(s.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.MasterName != s.MasterName || len(opts.SentinelAddrs) != 3 {
+				t.Fatalf("%s parsed as master %q, sentinels %v", s.URL(), opts.MasterName, opts.SentinelAddrs)
+			}
+			c := redis.NewFailoverClient(opts)
 			t.Cleanup(func() { c.Close() })
 			// Few slots, so that most steps go through Redis rather than
 			// being claimed at creation or release by this node.
@@ -124,5 +143,14 @@ func TestRedisSentinel(t *testing.T) {
 func TestRedisCluster(t *testing.T) {
 	skipShort(t)
 	cl := testenv.StartCluster(t, 3, 1)
-	runOrders(t, setup{store: sharedStore(t), redis: cl.Client(t)})
+	opts, err := redis.ParseClusterURL(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.Addrs) != 6 {
+		t.Fatalf("%s parsed as %v, want the 6 nodes", cl.URL(), opts.Addrs)
+	}
+	c := redis.NewClusterClient(opts)
+	t.Cleanup(func() { c.Close() })
+	runOrders(t, setup{store: sharedStore(t), redis: c})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -142,4 +143,11 @@ func portFree(p int) bool {
 	}
 	l.Close()
 	return true
+}
+
+// URL returns the nodes as a go-redis cluster URL:
+// redis://<first node>?addr=<other nodes>.
+func (c *RedisCluster) URL() string {
+	q := url.Values{"addr": c.Addrs[1:]}
+	return (&url.URL{Scheme: "redis", Host: c.Addrs[0], RawQuery: q.Encode()}).String()
 }

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,4 +211,11 @@ func (s *RedisSentinel) masterFrom(sentinel string) (string, error) {
 // master.
 func (s *RedisSentinel) FailoverOptions() *redis.FailoverOptions {
 	return &redis.FailoverOptions{MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs}
+}
+
+// URL returns the Sentinels as a go-redis failover URL:
+// redis://<first sentinel>?master_name=<name>&addr=<other sentinels>.
+func (s *RedisSentinel) URL() string {
+	q := url.Values{"master_name": {s.MasterName}, "addr": s.SentinelAddrs[1:]}
+	return (&url.URL{Scheme: "redis", Host: s.SentinelAddrs[0], RawQuery: q.Encode()}).String()
 }
