@@ -31,7 +31,7 @@ func TestMariaDB(t *testing.T) {
 	// (REQUIRE X509), connecting with tls=<the registered config>.
 	t.Run("TLS", func(t *testing.T) {
 		name := db.Database(t)
-		db.CreateUser(t, "app_tls", "tls-secret", name, testenv.UserOptions{Privileges: "ALL PRIVILEGES", RequireX509: true})
+		db.CreateUser(t, "app_tls", "tls-secret", name, testenv.Grant{Privileges: "ALL PRIVILEGES", RequireX509: true})
 		dsn := withTLS(t, db.DSN("app_tls", "tls-secret", name), tlsName)
 		if _, err := mysql.Open(context.Background(), mysql.Config{DSN: db.DSN("app_tls", "tls-secret", name)}); err == nil {
 			t.Fatal("a connection without TLS was accepted for a user that requires X509")
@@ -52,7 +52,7 @@ func TestMariaDB(t *testing.T) {
 		if err := mysql.Migrate(context.Background(), db.DSN("root", "", name)); err != nil {
 			t.Fatalf("migrate as root: %v", err)
 		}
-		db.CreateUser(t, "app", "app-secret", name, testenv.UserOptions{Privileges: "SELECT, INSERT, UPDATE, DELETE"})
+		db.CreateUser(t, "app", "app-secret", name, testenv.Grant{Privileges: "SELECT, INSERT, UPDATE, DELETE"})
 		st := openStore(t, mysql.Config{DSN: db.DSN("app", "app-secret", name)})
 		if _, err := st.DB().Exec("CREATE TABLE probe (id INT)"); err == nil {
 			t.Fatal("the application user could create a table; the grant is wider than intended")

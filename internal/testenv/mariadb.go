@@ -129,8 +129,8 @@ func (m *MariaDB) Database(t testing.TB) string {
 	return name
 }
 
-// UserOptions say what CreateUser grants.
-type UserOptions struct {
+// Grant says what CreateUser grants, and how the user must connect.
+type Grant struct {
 	// Privileges on the database, e.g. "SELECT, INSERT, UPDATE, DELETE".
 	Privileges string
 	// RequireX509 makes the user connect with TLS and a client certificate
@@ -140,7 +140,7 @@ type UserOptions struct {
 
 // CreateUser creates user@'%' with password, grants opts.Privileges on
 // every table of db, and drops the user when the test ends.
-func (m *MariaDB) CreateUser(t testing.TB, user, password, db string, opts UserOptions) {
+func (m *MariaDB) CreateUser(t testing.TB, user, password, db string, opts Grant) {
 	t.Helper()
 	if opts.Privileges == "" {
 		t.Fatalf("testenv: CreateUser %s: no privileges given", user)

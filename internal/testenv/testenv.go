@@ -2,8 +2,18 @@
 // and MariaDB (addresses from environment variables), a private database or
 // key prefix per test, and a deadline-based Eventually helper.
 //
-// When CI=true an unreachable service fails the test; elsewhere it skips
-// with a message that says how to start the service.
+// Tests that need a server of their own (to kill it, or configured as in
+// production) start it on free loopback ports: StartRedis and
+// StartRedisWith (ACL users, a password, TLS-only), StartSentinel,
+// StartCluster and StartMariaDB, with certificates from a private CA
+// (NewCA). Each server is killed by the test's cleanup and, on Linux, by
+// the kernel when the test process dies, and keeps its files in the
+// test's temporary directory. Their addresses, URLs, users and CA file
+// paths are exported so that a test of the CLI can pass them as flags.
+//
+// When CI=true an unreachable service (or a missing server binary) fails
+// the test; elsewhere it skips with a message that says how to start the
+// service.
 //
 // Environment:
 //
