@@ -31,6 +31,10 @@ type setup struct {
 	prefix string // Redis key prefix; default testenv.KeyPrefix
 	// concurrency is the engine's Concurrency; default the engine's.
 	concurrency int
+	// idle keeps the engine running, idle, this long after the runs
+	// finished: what an idle node sends to Redis (go-redis's pub/sub
+	// health check) happens in the test too.
+	idle time.Duration
 	// midRun, when set, is called (on another goroutine) once runs are
 	// under way, while more are triggered: a failover. It may not call
 	// t.Fatal.
@@ -136,6 +140,7 @@ func runOrders(t *testing.T, s setup) {
 			t.Error("no step was taken from Redis after the event: the test did not exercise the setup after it")
 		}
 	}
+	time.Sleep(s.idle)
 	for kind, want := range map[string]int{"reserve": orderRuns, "notify": orderRuns, "points": points, "ship": orderRuns, "release": 0, "revoke_points": 0} {
 		if got := svc.Count(kind); got != want {
 			t.Errorf("%d %s effects, want %d", got, kind, want)
