@@ -7,7 +7,8 @@
 //   - a TLS-only Redis with a private CA and a client certificate;
 //   - Sentinel (a master, a replica, three Sentinels) with a failover
 //     forced while runs are in flight;
-//   - a Redis Cluster of 3 masters and 3 replicas;
+//   - a Redis Cluster of 3 masters and 3 replicas, and one of 3 masters
+//     as a prefix-limited ACL user (TestRedisClusterACL);
 //   - MariaDB over TLS with a private CA;
 //   - a MySQL user with only SELECT, INSERT, UPDATE and DELETE, after root
 //     applied the migrations.

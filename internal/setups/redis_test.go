@@ -56,6 +56,28 @@ func TestRedisACL(t *testing.T) {
 	runOrders(t, setup{store: sharedStore(t), redis: c, prefix: prefix, idle: 4 * time.Second})
 }
 
+// TestRedisClusterACL runs the orders on a 3-master Cluster as an ACL
+// user limited like TestRedisACL's, plus what a cluster client needs to
+// learn the slot map (clusterACLCommands).
+func TestRedisClusterACL(t *testing.T) {
+	skipShort(t)
+	const prefix = "shop"
+	rule := fmt.Sprintf("dagflow on >app-secret resetkeys ~%s:* resetchannels &%s:* %s %s", prefix, prefix, aclCommands, clusterACLCommands)
+	cl := testenv.StartClusterWith(t, 3, 0, testenv.RedisOptions{Users: []string{rule}})
+	for _, n := range cl.Nodes {
+		t.Cleanup(func() { logDenied(t, n) })
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs, Username: "dagflow", Password: "app-secret"})
+	t.Cleanup(func() { c.Close() })
+	runOrders(t, setup{store: sharedStore(t), redis: c, prefix: prefix, idle: 4 * time.Second})
+}
+
+// clusterACLCommands are what a Cluster user needs beyond aclCommands:
+// go-redis's cluster client reads the slot map with CLUSTER SLOTS and the
+// commands' key positions with COMMAND (found the same way: each one
+// missing, the runs never finished and the ACL log named it).
+const clusterACLCommands = "+cluster|slots +command"
+
 // logDenied logs what the ACL log recorded: the commands, keys and
 // channels the user was refused.
 func logDenied(t *testing.T, srv *testenv.RedisServer) {

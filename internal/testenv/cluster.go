@@ -32,6 +32,17 @@ type RedisCluster struct {
 // test ends.
 func StartCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	t.Helper()
+	return StartClusterWith(t, masters, replicasPerMaster, RedisOptions{})
+}
+
+// StartClusterWith is StartCluster with every node started with opts
+// (ACL users, say); opts.Port and opts.TLS must be unset, and the default
+// user must keep its rights, which the cluster's creation uses.
+func StartClusterWith(t testing.TB, masters, replicasPerMaster int, opts RedisOptions) *RedisCluster {
+	t.Helper()
+	if opts.Port != 0 || opts.TLS != nil || opts.Password != "" {
+		t.Fatal("testenv: StartClusterWith: Port, TLS and Password are not supported")
+	}
 	if masters < 3 {
 		t.Fatalf("testenv: StartCluster: %d masters; Redis Cluster needs at least 3", masters)
 	}
@@ -44,11 +55,14 @@ func StartCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
 	c := &RedisCluster{Masters: masters}
 	for range masters * (1 + replicasPerMaster) {
 		port := clusterPort(t)
-		s := StartRedisWith(t, RedisOptions{Port: port, Config: []string{
+		o := opts
+		o.Port = port
+		o.Config = append([]string{
 			"cluster-enabled yes",
 			"cluster-config-file nodes.conf",
 			"cluster-node-timeout 5000",
-		}})
+		}, opts.Config...)
+		s := StartRedisWith(t, o)
 		c.Nodes = append(c.Nodes, s)
 		c.Addrs = append(c.Addrs, s.Addr)
 	}
