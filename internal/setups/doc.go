@@ -5,7 +5,8 @@
 //   - a Redis ACL user limited to its key prefix and the commands dagflow
 //     needs (TestRedisACL holds the minimal rule set);
 //   - a TLS-only Redis with a private CA and a client certificate;
-//   - Sentinel (a master, a replica, three Sentinels) with a failover
+//   - Sentinel (a master, a replica, three Sentinels), as the same ACL
+//     user, with a failover
 //     forced while runs are in flight;
 //   - a Redis Cluster of 3 masters and 3 replicas, and one of 3 masters
 //     as a prefix-limited ACL user (TestRedisClusterACL);

@@ -128,18 +128,28 @@ func TestRedisTLS(t *testing.T) {
 	runOrders(t, setup{store: sharedStore(t), redis: srv.Client(t)})
 }
 
-// TestRedisSentinel runs the orders through Sentinel and moves the
-// master while runs are in flight, by a SENTINEL FAILOVER and by a
-// SIGKILL of the master (what it had not replicated is lost): every run
-// still finishes, each step once.
+// TestRedisSentinel runs the orders through Sentinel, as TestRedisACL's
+// prefix-limited ACL user, and moves the master while runs are in flight,
+// by a SENTINEL FAILOVER and by a SIGKILL of the master (what it had not
+// replicated is lost): every run still finishes, each step once, and the
+// user needs no command beyond aclCommands.
 func TestRedisSentinel(t *testing.T) {
 	skipShort(t)
+	const prefix = "shop"
+	rule := fmt.Sprintf("dagflow on >app-secret resetkeys ~%s:* resetchannels &%s:* %s", prefix, prefix, aclCommands)
 	for name, move := range map[string]func(*testenv.RedisSentinel) (string, error){
 		"Failover":   (*testenv.RedisSentinel).Failover,
 		"MasterKill": (*testenv.RedisSentinel).KillMaster,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := testenv.StartSentinel(t)
+			s := testenv.StartSentinelWith(t, testenv.RedisOptions{Users: []string{rule}})
+			for _, srv := range s.Servers {
+				t.Cleanup(func() {
+					if srv.Running() {
+						logDenied(t, srv)
+					}
+				})
+			}
 			opts, err := redis.ParseFailoverURL(s.URL())
 			if err != nil {
 				t.Fatal(err)
@@ -147,11 +157,12 @@ func TestRedisSentinel(t *testing.T) {
 			if opts.MasterName != s.MasterName || len(opts.SentinelAddrs) != 3 {
 				t.Fatalf("%s parsed as master %q, sentinels %v", s.URL(), opts.MasterName, opts.SentinelAddrs)
 			}
+			opts.Username, opts.Password = "dagflow", "app-secret"
 			c := redis.NewFailoverClient(opts)
 			t.Cleanup(func() { c.Close() })
 			// Few slots, so that most steps go through Redis rather than
 			// being claimed at creation or release by this node.
-			runOrders(t, setup{store: sharedStore(t), redis: c, concurrency: 3, midRun: func() {
+			runOrders(t, setup{store: sharedStore(t), redis: c, prefix: prefix, concurrency: 3, midRun: func() {
 				start := time.Now()
 				addr, err := move(s)
 				if err != nil {

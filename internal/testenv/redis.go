@@ -134,6 +134,10 @@ func (s *RedisServer) Kill() {
 	}
 }
 
+// Running reports whether the server is up (it was not killed, or was
+// started again).
+func (s *RedisServer) Running() bool { return s.proc != nil && !s.proc.Exited() }
+
 // ClientOptions returns options that connect to the server as the
 // default user (with Password, and TLS with the CA and its client
 // certificate when the server is TLS-only).

@@ -37,8 +37,22 @@ type RedisSentinel struct {
 // stops them all when the test ends.
 func StartSentinel(t testing.TB) *RedisSentinel {
 	t.Helper()
-	master := StartRedis(t)
-	replica := StartRedisWith(t, RedisOptions{Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})
+	return StartSentinelWith(t, RedisOptions{})
+}
+
+// StartSentinelWith is StartSentinel with the master and the replica
+// started with opts (ACL users, say); opts.Port, opts.TLS and
+// opts.Password must be unset, and the default user must keep its rights,
+// which the Sentinels and the replica use.
+func StartSentinelWith(t testing.TB, opts RedisOptions) *RedisSentinel {
+	t.Helper()
+	if opts.Port != 0 || opts.TLS != nil || opts.Password != "" {
+		t.Fatal("testenv: StartSentinelWith: Port, TLS and Password are not supported")
+	}
+	master := StartRedisWith(t, opts)
+	ro := opts
+	ro.Config = append([]string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}, opts.Config...)
+	replica := StartRedisWith(t, ro)
 	s := &RedisSentinel{MasterName: SentinelMaster, Servers: []*RedisServer{master, replica}}
 	for range 3 {
 		port := FreePort(t)
