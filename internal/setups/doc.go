@@ -6,8 +6,8 @@
 //     needs (TestRedisACL holds the minimal rule set);
 //   - a TLS-only Redis with a private CA and a client certificate;
 //   - Sentinel (a master, a replica, three Sentinels), as the same ACL
-//     user, with a failover
-//     forced while runs are in flight;
+//     user, with the master moved while runs are in flight (a SENTINEL
+//     FAILOVER, and a SIGKILL of the master);
 //   - a Redis Cluster of 3 masters and 3 replicas, and one of 3 masters
 //     as a prefix-limited ACL user (TestRedisClusterACL);
 //   - MariaDB over TLS with a private CA;
