@@ -2,8 +2,18 @@
 // and MariaDB (addresses from environment variables), a private database or
 // key prefix per test, and a deadline-based Eventually helper.
 //
-// When CI=true an unreachable service fails the test; elsewhere it skips
-// with a message that says how to start the service.
+// Tests that need a server of their own (to kill it, or configured as in
+// production) start it on free loopback ports: StartRedis and
+// StartRedisWith (ACL users, a password, TLS-only), StartSentinel,
+// StartCluster and StartMariaDB, with certificates from a private CA
+// (NewCA). Each server is killed by the test's cleanup and, on Linux, by
+// the kernel when the test process dies, and keeps its files in the
+// test's temporary directory. Their addresses, URLs, users and CA file
+// paths are exported so that a test of the CLI can pass them as flags.
+//
+// When CI=true an unreachable service (or a missing server binary) fails
+// the test; elsewhere it skips with a message that says how to start the
+// service.
 //
 // Environment:
 //
@@ -152,4 +162,21 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitFor polls cond until it reports done or timeout passes, then fails
+// the test naming what it waited for and cond's last explanation.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (done bool, why string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: not within %v: %s; last: %s", timeout, what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -1,0 +1,167 @@
+package testenv
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisCluster is a Redis Cluster of private redis-server processes on
+// loopback, owned by one test.
+type RedisCluster struct {
+	// Addrs are every node's address, masters first.
+	Addrs []string
+	// Nodes are the servers, in the order of Addrs.
+	Nodes []*RedisServer
+	// Masters is how many of Nodes were created as masters.
+	Masters int
+}
+
+// StartCluster starts masters*(1+replicasPerMaster) redis-server processes
+// in cluster mode, joins them (each master with replicasPerMaster
+// replicas), waits until every node says the cluster is ok with all 16384
+// slots covered and every replica is attached, and stops them when the
+// test ends.
+func StartCluster(t testing.TB, masters, replicasPerMaster int) *RedisCluster {
+	t.Helper()
+	return StartClusterWith(t, masters, replicasPerMaster, RedisOptions{})
+}
+
+// StartClusterWith is StartCluster with every node started with opts
+// (ACL users, say); opts.Port and opts.TLS must be unset, and the default
+// user must keep its rights, which the cluster's creation uses.
+func StartClusterWith(t testing.TB, masters, replicasPerMaster int, opts RedisOptions) *RedisCluster {
+	t.Helper()
+	if opts.Port != 0 || opts.TLS != nil || opts.Password != "" {
+		t.Fatal("testenv: StartClusterWith: Port, TLS and Password are not supported")
+	}
+	if masters < 3 {
+		t.Fatalf("testenv: StartCluster: %d masters; Redis Cluster needs at least 3", masters)
+	}
+	if replicasPerMaster < 0 {
+		t.Fatalf("testenv: StartCluster: %d replicas per master is negative", replicasPerMaster)
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		Unavailable(t, "redis-cli binary", err)
+	}
+	c := &RedisCluster{Masters: masters}
+	for range masters * (1 + replicasPerMaster) {
+		port := clusterPort(t)
+		o := opts
+		o.Port = port
+		o.Config = append([]string{
+			"cluster-enabled yes",
+			"cluster-config-file nodes.conf",
+			"cluster-node-timeout 5000",
+		}, opts.Config...)
+		s := StartRedisWith(t, o)
+		c.Nodes = append(c.Nodes, s)
+		c.Addrs = append(c.Addrs, s.Addr)
+	}
+	// redis-cli makes the first nodes the masters.
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicasPerMaster), "--cluster-yes")
+	cmd := exec.Command("redis-cli", args...)
+	dieWithTest(cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testenv: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.wait(t)
+	return c
+}
+
+// wait waits until every node reports a healthy cluster of all nodes and
+// every replica's link to its master is up.
+func (c *RedisCluster) wait(t testing.TB) {
+	t.Helper()
+	want := map[string]string{
+		"cluster_state":          "ok",
+		"cluster_slots_ok":       "16384",
+		"cluster_known_nodes":    strconv.Itoa(len(c.Nodes)),
+		"cluster_slots_assigned": "16384",
+	}
+	for i, s := range c.Nodes {
+		rc := redis.NewClient(s.ClientOptions())
+		waitFor(t, 30*time.Second, "cluster node "+s.Addr+" ready", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			info, err := rc.ClusterInfo(ctx).Result()
+			if err != nil {
+				return false, err.Error()
+			}
+			fields := infoFields(info)
+			for k, v := range want {
+				if fields[k] != v {
+					return false, k + ":" + fields[k]
+				}
+			}
+			if i < c.Masters {
+				return true, ""
+			}
+			repl, err := rc.Info(ctx, "replication").Result()
+			if err != nil {
+				return false, err.Error()
+			}
+			link := infoFields(repl)["master_link_status"]
+			return link == "up", "master_link_status:" + link
+		})
+		rc.Close()
+	}
+}
+
+// Client returns a cluster client of the cluster, closed when the test
+// ends.
+func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// infoFields parses the "key:value" lines of an INFO or CLUSTER INFO reply.
+func infoFields(info string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// clusterPort picks a free loopback port whose cluster bus port (+10000)
+// is free too.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		p := 20000 + rand.IntN(20000)
+		if portFree(p) && portFree(p+10000) {
+			return p
+		}
+	}
+	t.Fatal("testenv: no free port pair for a cluster node")
+	return 0
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// URL returns the nodes as a go-redis cluster URL:
+// redis://<first node>?addr=<other nodes>.
+func (c *RedisCluster) URL() string {
+	q := url.Values{"addr": c.Addrs[1:]}
+	return (&url.URL{Scheme: "redis", Host: c.Addrs[0], RawQuery: q.Encode()}).String()
+}
