@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/dagflow/dagflow/internal/jsoncheck"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -103,22 +103,17 @@ func encodeInput(input any) ([]byte, error) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
+		return v, jsoncheck.Check(v)
 	case []byte:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
+		return v, jsoncheck.Check(v)
 	default:
 		return json.Marshal(v)
 	}
 }
 
 // inputError reports a run input that is not JSON:
-// `engine: workflow "order": invalid input: not valid JSON`. It wraps
+// `engine: workflow "order": invalid input: not valid JSON` (or "too
+// deeply nested (limit 10000)"). It wraps
 // ErrInvalidInput and the encoder's error.
 type inputError struct {
 	workflow string
