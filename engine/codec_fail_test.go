@@ -157,3 +157,29 @@ func TestCodecErrorTexts(t *testing.T) {
 		t.Errorf("Get with an undecodable error: err = %v", err)
 	}
 }
+
+// When a compensation dead-letters, the run's error (encoded) gains the
+// failed compensations: it is decoded, added to and encoded again.
+func TestCodecCompensationFailureRunError(t *testing.T) {
+	fail := func(msg string) steps.Handler {
+		return steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) {
+			return nil, steps.Permanent(errors.New(msg))
+		})
+	}
+	ok := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+	wf, err := dag.New("undo").Step("a", ok, dag.Compensate(fail("undo a: secret"))).Step("b", fail("b: secret"), dag.After("a")).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := enginetest.New(t, enginetest.Options{Workflows: []*dag.Workflow{wf}, Configure: func(cfg *engine.Config) { cfg.Codec = &fakeCodec{} }})
+	id := env.Trigger(t, "undo", nil)
+	info := env.Wait(t, id)
+	env.AssertRun(t, info, persistence.RunFailed)
+	if want := `step "b" dead after 1 attempt(s): b: secret; compensation failed for step(s) a`; info.Run.Error != want {
+		t.Errorf("run error %q, want %q", info.Run.Error, want)
+	}
+	raw, err := env.Store.RunGet(context.Background(), id)
+	if err != nil || strings.Contains(raw.Error, "secret") {
+		t.Errorf("stored run error %q (%v), want it encoded", raw.Error, err)
+	}
+}
