@@ -180,3 +180,14 @@ func (e *Engine) sameInputRun(ctx context.Context, err error, p persistence.RunC
 	}
 	return existing.ID, true
 }
+
+// encodedTooLarge adds to a store's refusal of an encoded payload over
+// its size limit how large the payload was before the codec, which made
+// it larger (an encrypting codec: by a third): the limit is on what is
+// stored.
+func (e *Engine) encodedTooLarge(err error, kind codec.Kind, plain, stored int) error {
+	if e.cfg.Codec == nil || !errors.Is(err, persistence.ErrTooLarge) || plain == stored {
+		return err
+	}
+	return fmt.Errorf("%w (the codec encoded the %s's %d bytes as %d; the store's limit applies to what it stores)", err, kind, plain, stored)
+}

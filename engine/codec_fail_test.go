@@ -183,3 +183,25 @@ func TestCodecCompensationFailureRunError(t *testing.T) {
 		t.Errorf("stored run error %q (%v), want it encoded", raw.Error, err)
 	}
 }
+
+// The store's size limit applies to the encoded payload; its refusal
+// says how large the payload was before the codec made it larger.
+func TestCodecTooLargeSaysWhatTheCodecMade(t *testing.T) {
+	big := strings.Repeat("x", 900_000)
+	out, _ := json.Marshal(big)
+	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return out, nil })
+	wf, err := dag.New("big").Step("a", h).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := enginetest.New(t, enginetest.Options{Workflows: []*dag.Workflow{wf}, Configure: func(cfg *engine.Config) { cfg.Codec = &fakeCodec{} }})
+	_, err = env.Engine.Trigger(context.Background(), "big", big)
+	if !errors.Is(err, persistence.ErrTooLarge) || !strings.Contains(err.Error(), "(the codec encoded the input's 900002 bytes as 1200011;") {
+		t.Errorf("input: err = %v, want ErrTooLarge saying what the codec made of 900002 bytes", err)
+	}
+	id := env.Trigger(t, "big", nil)
+	s, _ := env.Wait(t, id).Step("a")
+	if s.Status != persistence.StepDead || !strings.Contains(s.Error, "(the codec encoded the output's 900002 bytes as 1200011;") {
+		t.Errorf("output: step %s %q, want dead saying what the codec made of 900002 bytes", s.Status, s.Error)
+	}
+}

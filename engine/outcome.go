@@ -86,7 +86,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		// The store refuses the output itself (over MaxPayload): running
 		// the step again would make the same output, so it is dead, with
 		// the reason, rather than retried as if the store were down.
-		return fail(steps.Permanent(err))
+		return fail(steps.Permanent(e.encodedTooLarge(err, codec.Output, len(out), len(stored))))
 	}
 	if r := e.record(err, ex, "completion"); r != recorded {
 		return r == staleLease

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -149,6 +150,11 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 		return id, nil
 	}
 	if err != nil {
+		if errors.Is(err, persistence.ErrTooLarge) {
+			if plain, derr := e.decodePayload(ctx, codec.Input, p.Input); derr == nil {
+				err = e.encodedTooLarge(err, codec.Input, len(plain), len(p.Input))
+			}
+		}
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
 	}
 	if res.Created {
