@@ -52,11 +52,13 @@ func (e *Engine) decodePayload(ctx context.Context, kind codec.Kind, b []byte) (
 
 // encodeError encodes an error text for the store. A codec that fails
 // must not lose the failure being recorded: the text is then replaced by
-// one that says why, never stored in clear.
+// one that says why, never stored in clear. Like the store write it is
+// for, it is not cut short when ctx ends (Stop).
 func (e *Engine) encodeError(ctx context.Context, text string) string {
 	if e.cfg.Codec == nil || text == "" {
 		return text
 	}
+	ctx = context.WithoutCancel(ctx)
 	if len(text) > maxEncodedErrorText {
 		cut := maxEncodedErrorText
 		for cut > 0 && !utf8.RuneStart(text[cut]) {

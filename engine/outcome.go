@@ -74,7 +74,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		}
 		return e.stepFailed(ctx, ex, res, sdef, w, err, e.log.With("run_id", ex.runID, "step", ex.step))
 	}
-	stored, err := e.encodePayload(ctx, codec.Output, out)
+	stored, err := e.encodePayload(context.WithoutCancel(ctx), codec.Output, out)
 	if err != nil {
 		// The codec failed (a key service down?): try the step again.
 		return fail(fmt.Errorf("step %q: %w", ex.step, err))
