@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dagflow/dagflow/codec/aesgcm"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
@@ -145,7 +147,54 @@ func TestCodecKeepsPayloadsOutOfTheStore(t *testing.T) {
 				t.Errorf("plaintext %q found in the store at %s", m, strings.Join(found[m], ", "))
 			}
 		}
+		for _, m := range privateMarkers {
+			if keys := scanRedis(t, env.Redis, env.Prefix, m); len(keys) > 0 {
+				t.Errorf("plaintext %q found in Redis at %s", m, strings.Join(keys, ", "))
+			}
+		}
 	})
+}
+
+// scanRedis returns the keys under prefix whose name or value holds
+// marker.
+func scanRedis(t *testing.T, c redis.UniversalClient, prefix, marker string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var keys []string
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("redis scan: %v", err)
+	}
+	if len(keys) == 0 {
+		t.Fatalf("no Redis keys under %q: the scan reads nothing", prefix)
+	}
+	var hits []string
+	for _, k := range keys {
+		var val any
+		switch typ := c.Type(ctx, k).Val(); typ {
+		case "string":
+			val = c.Get(ctx, k).Val()
+		case "list":
+			val = c.LRange(ctx, k, 0, -1).Val()
+		case "set":
+			val = c.SMembers(ctx, k).Val()
+		case "zset":
+			val = c.ZRange(ctx, k, 0, -1).Val()
+		case "hash":
+			val = c.HGetAll(ctx, k).Val()
+		case "stream":
+			val = c.XRange(ctx, k, "-", "+").Val()
+		default:
+			t.Fatalf("redis key %s has type %q, which the scan does not read", k, typ)
+		}
+		if strings.Contains(k+fmt.Sprint(val), marker) {
+			hits = append(hits, k)
+		}
+	}
+	return hits
 }
 
 // scanStore reads every column of every row of every table of the
