@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/internal/yamlwalk"

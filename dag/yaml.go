@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dagflow/dagflow/internal/yamlwalk"
 	"github.com/dagflow/dagflow/steps"

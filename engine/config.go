@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -93,6 +94,15 @@ type Config struct {
 	// heartbeated lease as expired. Negative disables the check (a fake
 	// clock in tests).
 	MaxClockSkew time.Duration
+	// Codec encodes run inputs, step outputs and error texts before they
+	// are written to the store, and decodes them where the engine reads
+	// them: handlers, when conditions, and the results of Get, Wait, Runs
+	// and DeadLetters. Package codec/aesgcm encrypts them; a codec may
+	// also redact. Every node sharing a store needs a codec that decodes
+	// every payload stored (with an encrypting codec: every key still in
+	// use). Default none: payloads are stored as they are. Run metadata
+	// is not encoded: keep it free of secrets.
+	Codec codec.Codec
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed

@@ -10,9 +10,16 @@ import (
 )
 
 // DeadLetters lists dead steps (the dead-letter queue), newest first, with
-// their error and attempt count.
+// their error and attempt count, decoded (Config.Codec).
 func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
-	return e.store.StepListDead(ctx, p)
+	page, err := e.store.StepListDead(ctx, p)
+	if err != nil {
+		return persistence.StepPage{}, err
+	}
+	if err := e.decodeSteps(ctx, page.Steps); err != nil {
+		return persistence.StepPage{}, err
+	}
+	return page, nil
 }
 
 // RetryDead retries a dead step after its cause was fixed, resuming the run

@@ -11,4 +11,9 @@
 // store's fences make sure a step's success is recorded once, and each step
 // gets a stable idempotency key ("<run id>/<step>") for the services it
 // calls.
+//
+// With Config.Codec (package codec; codec/aesgcm encrypts), run inputs,
+// step outputs and error texts are encoded before they reach the store
+// and decoded where the engine reads them, so the database holds no
+// payload in clear.
 package engine

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,7 +69,8 @@ func (ri RunInfo) Step(name string) (persistence.StepRun, bool) {
 	return persistence.StepRun{}, false
 }
 
-// Get returns a run with its steps and attempts.
+// Get returns a run with its steps and attempts, with their payloads
+// decoded (Config.Codec).
 func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
 	run, err := e.store.RunGet(ctx, runID)
 	if err != nil {
@@ -82,11 +84,14 @@ func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
+	if err := errors.Join(e.decodeRun(ctx, &run), e.decodeSteps(ctx, sts), e.decodeAttempts(ctx, atts)); err != nil {
+		return RunInfo{}, err
+	}
 	return RunInfo{Run: run, Steps: sts, Attempts: atts}, nil
 }
 
 // Wait blocks until the run is finished (succeeded, compensated, failed or
-// cancelled) or ctx ends, and returns the run.
+// cancelled) or ctx ends, and returns the run, its payloads decoded.
 func (e *Engine) Wait(ctx context.Context, runID string) (persistence.Run, error) {
 	delay := 5 * time.Millisecond
 	for {
@@ -95,12 +100,18 @@ func (e *Engine) Wait(ctx context.Context, runID string) (persistence.Run, error
 			return persistence.Run{}, err
 		}
 		if run.Status.Terminal() {
+			if err := e.decodeRun(ctx, &run); err != nil {
+				return persistence.Run{}, err
+			}
 			return run, nil
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if err := e.decodeRun(ctx, &run); err != nil {
+				return persistence.Run{}, err
+			}
 			return run, ctx.Err()
 		case <-t.C:
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/steps"
@@ -65,19 +66,27 @@ func (e *Engine) retryAt(policy dag.RetryPolicy, attempt, max int, herr error, n
 func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
 	Info(string, ...any)
 }) bool {
-	cres, err := e.complete(ex, persistence.StepCompleteParams{
-		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: out, Now: e.clock.Now(),
-	})
-	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
-		// The store refuses the output itself (over MaxPayload): running
-		// the step again would make the same output, so it is dead, with
-		// the reason, rather than retried as if the store were down.
+	fail := func(err error) bool {
 		w := e.Workflow(res.Run.Workflow)
 		var sdef *dag.Step
 		if w != nil {
 			sdef = w.Step(ex.step)
 		}
-		return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), e.log.With("run_id", ex.runID, "step", ex.step))
+		return e.stepFailed(ctx, ex, res, sdef, w, err, e.log.With("run_id", ex.runID, "step", ex.step))
+	}
+	stored, err := e.encodePayload(context.WithoutCancel(ctx), codec.Output, out)
+	if err != nil {
+		// The codec failed (a key service down?): try the step again.
+		return fail(fmt.Errorf("step %q: %w", ex.step, err))
+	}
+	cres, err := e.complete(ex, persistence.StepCompleteParams{
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: stored, Now: e.clock.Now(),
+	})
+	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
+		// The store refuses the output itself (over MaxPayload): running
+		// the step again would make the same output, so it is dead, with
+		// the reason, rather than retried as if the store were down.
+		return fail(steps.Permanent(e.encodedTooLarge(err, codec.Output, len(out), len(stored))))
 	}
 	if r := e.record(err, ex, "completion"); r != recorded {
 		return r == staleLease
@@ -143,7 +152,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 	now := e.clock.Now()
 	attempt := res.Step.Attempt
 	p := persistence.StepFailParams{
-		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Error: errorText(herr), Now: now,
+		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Error: e.encodeError(ctx, errorText(herr)), Now: now,
 	}
 	policy := dag.DefaultRetryPolicy()
 	if sdef != nil {
@@ -151,7 +160,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 	}
 	if p.RetryAt = e.retryAt(policy, attempt, res.Step.MaxAttempts, herr, now); p.RetryAt == nil {
 		p.DeadRunStatus = persistence.RunFailed
-		p.DeadRunError = fmt.Sprintf("step %q dead after %d attempt(s): %s", ex.step, attempt, firstLine(herr))
+		p.DeadRunError = e.encodeError(ctx, fmt.Sprintf("step %q dead after %d attempt(s): %s", ex.step, attempt, firstLine(herr)))
 		if e.needsCompensation(ctx, ex.runID, ex.step, w) {
 			p.DeadRunStatus = persistence.RunCompensating
 		}

@@ -43,7 +43,8 @@ type RunFilter struct {
 // schedule name, a cursor that is not one of this listing's) gives an
 // error that names the value and wraps a *persistence.ValidationError
 // (errors.Is(err, persistence.ErrInvalid)); other store errors keep their
-// sentinels for errors.Is too.
+// sentinels for errors.Is too. The runs' payloads are decoded
+// (Config.Codec); one that cannot be decoded fails the page, naming its run.
 func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, error) {
 	page, err := e.store.RunList(ctx, persistence.RunListParams{
 		Workflow:      f.Workflow,
@@ -56,6 +57,11 @@ func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, er
 	})
 	if err != nil {
 		return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)
+	}
+	for i := range page.Runs {
+		if err := e.decodeRun(ctx, &page.Runs[i]); err != nil {
+			return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)
+		}
 	}
 	return page, nil
 }

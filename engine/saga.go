@@ -69,9 +69,15 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 	st := sagaStateOf(w, sts)
 	completed, compensated, status, failed := st.completed, st.compensated, st.status, st.failed
 	if len(failed) > 0 {
+		// The run's error was encoded: decode it to add to it (one that
+		// cannot be decoded is kept out of the new text, not shown).
+		why, derr := e.decodeError(ctx, run.Error)
+		if derr != nil {
+			why = "(error text not decoded: " + derr.Error() + ")"
+		}
 		_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 			RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
-			Error: fmt.Sprintf("%s; compensation failed for step(s) %s", run.Error, strings.Join(failed, ", ")),
+			Error: e.encodeError(ctx, fmt.Sprintf("%s; compensation failed for step(s) %s", why, strings.Join(failed, ", "))),
 			Now:   e.clock.Now(),
 		})
 		if err != nil && !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
@@ -201,6 +207,9 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	}
 	herr := e.compensationRefused(ctx, ex, res, sdef)
 	if herr == nil {
+		res, herr = e.decodeClaim(ctx, res)
+	}
+	if herr == nil {
 		herr = e.executeCompensation(ctx, ex, res, sdef, log)
 		if ex.released.Load() {
 			return true
@@ -223,7 +232,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		return true
 	}
 	p := persistence.StepFailParams{
-		RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Error: errorText(herr), Compensation: true, Now: now,
+		RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Error: e.encodeError(ctx, errorText(herr)), Compensation: true, Now: now,
 	}
 	policy := dag.DefaultRetryPolicy()
 	if sdef != nil {

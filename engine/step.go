@@ -61,6 +61,10 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 
+	res, err := e.decodeClaim(ctx, res)
+	if err != nil {
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
 	sc := handlerContext(res, false, log)
 	if len(sdef.Needs) > 0 {
 		outcomes := make(map[string]dag.Outcome, len(res.Upstream))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dagflow/dagflow/codec"
+	"github.com/dagflow/dagflow/internal/jsoncheck"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -51,7 +53,7 @@ func FromSchedule(name string, tick time.Time) TriggerOption {
 	return func(o *triggerOptions) { o.schedule = name; t := tick; o.tick = &t }
 }
 
-func (e *Engine) createParams(workflow string, input any, opts []TriggerOption) (persistence.RunCreateParams, error) {
+func (e *Engine) createParams(ctx context.Context, workflow string, input any, opts []TriggerOption) (persistence.RunCreateParams, error) {
 	w := e.Workflow(workflow)
 	if w == nil {
 		return persistence.RunCreateParams{}, &WorkflowError{Workflow: workflow, Err: ErrUnknownWorkflow}
@@ -59,6 +61,9 @@ func (e *Engine) createParams(workflow string, input any, opts []TriggerOption) 
 	raw, err := encodeInput(input)
 	if err != nil {
 		return persistence.RunCreateParams{}, &inputError{workflow: workflow, err: err}
+	}
+	if raw, err = e.encodePayload(ctx, codec.Input, raw); err != nil {
+		return persistence.RunCreateParams{}, fmt.Errorf("engine: workflow %q: %w", workflow, err)
 	}
 	var o triggerOptions
 	for _, opt := range opts {
@@ -103,22 +108,17 @@ func encodeInput(input any) ([]byte, error) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
+		return v, jsoncheck.Check(v)
 	case []byte:
-		if !json.Valid(v) {
-			return nil, errors.New("not valid JSON")
-		}
-		return v, nil
+		return v, jsoncheck.Check(v)
 	default:
 		return json.Marshal(v)
 	}
 }
 
 // inputError reports a run input that is not JSON:
-// `engine: workflow "order": invalid input: not valid JSON`. It wraps
+// `engine: workflow "order": invalid input: not valid JSON` (or "too
+// deeply nested (limit 10000)"). It wraps
 // ErrInvalidInput and the encoder's error.
 type inputError struct {
 	workflow string
@@ -141,12 +141,20 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	if e.stopped() {
 		return "", ErrStopped
 	}
-	p, err := e.createParams(workflow, input, opts)
+	p, err := e.createParams(ctx, workflow, input, opts)
 	if err != nil {
 		return "", err
 	}
 	res, err := e.createRun(ctx, p)
+	if id, same := e.sameInputRun(ctx, err, p); same {
+		return id, nil
+	}
 	if err != nil {
+		if errors.Is(err, persistence.ErrTooLarge) {
+			if plain, derr := e.decodePayload(ctx, codec.Input, p.Input); derr == nil {
+				err = e.encodedTooLarge(err, codec.Input, len(plain), len(p.Input))
+			}
+		}
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
 	}
 	if res.Created {
@@ -190,11 +198,14 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 	if !ok {
 		return "", ErrNoTx
 	}
-	p, err := e.createParams(workflow, input, opts)
+	p, err := e.createParams(ctx, workflow, input, opts)
 	if err != nil {
 		return "", err
 	}
 	res, err := ts.RunCreateTx(ctx, tx, p)
+	if id, same := e.sameInputRun(ctx, err, p); same {
+		return id, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/dagflow/dagflow/internal/jsoncheck"
 )
 
 // Handler runs one step. It returns the step's output as JSON (nil or empty
@@ -87,7 +89,8 @@ var ErrNilHandler = errors.New("steps: nil handler")
 //
 //   - a panic becomes a *[PanicError] holding the value and the stack;
 //   - a nil h gives an error wrapping [ErrNilHandler];
-//   - an output that is not valid JSON gives a [Permanent] error.
+//   - an output that is not valid JSON, or is nested too deeply to
+//     decode, gives a [Permanent] error saying which.
 //
 // The engine runs every handler and compensation through Call.
 func Call(ctx context.Context, h Handler, sc Context) (out json.RawMessage, err error) {
@@ -104,8 +107,10 @@ func Call(ctx context.Context, h Handler, sc Context) (out json.RawMessage, err 
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > 0 && !json.Valid(out) {
-		return nil, Permanent(fmt.Errorf("steps: step %q: output is not valid JSON", sc.Step))
+	if len(out) > 0 {
+		if jerr := jsoncheck.Check(out); jerr != nil {
+			return nil, Permanent(fmt.Errorf("steps: step %q: output is %w", sc.Step, jerr))
+		}
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Walker walks one YAML document strictly and collects its problems. Set

@@ -1,12 +1,12 @@
 package sqlstore
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/dagflow/dagflow/internal/jsoncheck"
 	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -115,8 +115,8 @@ func (s *Store) validJSON(field string, b []byte) error {
 	if len(b) > s.maxPayload {
 		return &persistence.LimitError{Field: field, Size: len(b), Limit: s.maxPayload}
 	}
-	if !json.Valid(b) {
-		return invalid(field, string(b), "not valid JSON")
+	if err := jsoncheck.Check(b); err != nil {
+		return invalid(field, string(b), err.Error())
 	}
 	return nil
 }

@@ -1,0 +1,42 @@
+package codec
+
+import "context"
+
+// Kind says what a payload is, so that a codec may treat kinds apart (and
+// an encrypting codec binds each ciphertext to its kind).
+type Kind string
+
+// The kinds of payload the engine encodes.
+const (
+	// Input is a run's input: JSON.
+	Input Kind = "input"
+	// Output is a step's output: JSON.
+	Output Kind = "output"
+	// Error is the text of a failed attempt, a dead step or a failed
+	// run: UTF-8 text, not JSON. Texts the engine or the store writes on
+	// their own ("cancelled", a lost worker) are not encoded.
+	Error Kind = "error"
+)
+
+// Codec encodes payloads before the engine writes them to the store and
+// decodes them where the engine reads them: handlers, `when` conditions
+// and callers of the engine's API see decoded payloads; the store and
+// anything reading it directly see encoded ones.
+//
+// Encode must return valid JSON for Input and Output (the store refuses
+// anything else; an encrypting codec returns a JSON string) and valid
+// UTF-8 text for Error. The engine does not call Encode for an empty
+// payload (no input, no output), and it gives Encode at most 32 KiB of an
+// error text, so that an encrypted text fits the store's error column.
+//
+// Decode is given what Encode returned, but also payloads written before
+// the codec was configured and texts written without it: a codec should
+// return a payload it did not encode as it is. A Decode error fails the
+// step that needed the payload (it is retried like any failure) or the
+// API call that read it, with the run's id in the error.
+//
+// Encode and Decode are called concurrently, on the engine's hot path.
+type Codec interface {
+	Encode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
+	Decode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
+}
