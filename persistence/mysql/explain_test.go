@@ -63,8 +63,9 @@ func TestQueriesUseIndexes(t *testing.T) {
 // order the query asks for: the reconciler's per-workflow queries (named
 // "...@workflow"), the unfiltered dead-letter list and the node registry's
 // reads. "" leaves the query to the general checks: the reconciler's
-// queries over every workflow read a status's due entries and sort them
-// (documented at sqlstore's dueStepQueries).
+// step queries over every workflow at once (named without "@", used only
+// beyond sqlstore.MaxDueWorkflows workflows) read a status's due entries
+// and sort them (documented at sqlstore's dueStepQueries).
 func rangeOf(name string) string {
 	switch {
 	case strings.HasPrefix(name, "RunListDue@"):

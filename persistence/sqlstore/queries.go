@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -63,10 +64,13 @@ func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Qu
 //
 // With ListDueParams.Workflows, each status is read once per workflow,
 // one index range each (status, workflow, due_at < before), at most limit
-// rows: a backlog of another workflow is never read. Without, each status
-// is read over every workflow: the status's due entries of the index, in
-// workflow order, sorted by due_at before the limit applies (the cost
-// grows with that status's due steps; engines pass their workflows).
+// rows: a backlog of another workflow is never read. Without, the lists
+// first read which workflows have steps in the statuses (stepWorkflowsQueries:
+// the statuses' entries of the index, without reading rows), then read
+// those as if named; the cost of that first read grows with the number of
+// steps in the statuses, so engines name their workflows. Over
+// MaxDueWorkflows workflows, each status is read once over all of them:
+// its due entries, sorted by due_at before the limit applies.
 func (s *Store) dueStepQueries(p persistence.ListDueParams, name string, st persistence.StepStatus, cond string, times int) []Query {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
 	args := func(wf ...any) []any {
@@ -107,6 +111,50 @@ func (s *Store) stepListLeaseExpiredQueries(p persistence.ListDueParams) []Query
 	return append(
 		s.dueStepQueries(p, "StepListLeaseExpired/running", persistence.StepRunning, cond, 2),
 		s.dueStepQueries(p, "StepListLeaseExpired/compensating", persistence.StepCompensating, cond, 2)...)
+}
+
+// stepWorkflowsQueries return the workflows that have steps in each of
+// statuses: one range of idx_steps_wf_due (status, workflow, ...) per
+// status, read from the index alone, in order (one query per status:
+// "status IN (...)" makes MariaDB collect the names in a temporary
+// table).
+func (s *Store) stepWorkflowsQueries(name string, statuses ...persistence.StepStatus) []Query {
+	out := make([]Query, len(statuses))
+	for i, st := range statuses {
+		out[i] = Query{Name: name + "/workflows/" + string(st), SQL: `SELECT DISTINCT workflow FROM step_runs WHERE status = ?`,
+			Args: []any{string(st)}}
+	}
+	return out
+}
+
+// dueStepScope returns p ready for the step queries: its workflows
+// checked, or without any, the workflows that have steps in statuses (up
+// to MaxDueWorkflows; over that none, and the queries read every
+// workflow at once). ok is false when no workflow has such steps.
+func (s *Store) dueStepScope(ctx context.Context, p persistence.ListDueParams, name string, statuses ...persistence.StepStatus) (persistence.ListDueParams, bool, error) {
+	if len(p.Workflows) > 0 {
+		p, err := dueWorkflows(p)
+		return p, true, err
+	}
+	var wfs []string
+	for _, qq := range s.stepWorkflowsQueries(name, statuses...) {
+		var rows []struct {
+			Workflow string `db:"workflow"`
+		}
+		if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
+			return p, false, err
+		}
+		for _, r := range rows {
+			wfs = append(wfs, r.Workflow)
+		}
+	}
+	slices.Sort(wfs)
+	wfs = slices.Compact(wfs)
+	if len(wfs) == 0 || len(wfs) > MaxDueWorkflows {
+		return p, len(wfs) > 0, nil
+	}
+	p.Workflows = wfs
+	return p, true, nil
 }
 
 // dueWorkflows checks ListDueParams.Workflows and returns p with them
@@ -381,6 +429,8 @@ func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []a
 // can EXPLAIN them.
 func (s *Store) IndexedQueries(now time.Time) []Query {
 	var qs []Query
+	qs = append(qs, s.stepWorkflowsQueries("StepList", persistence.StepQueued, persistence.StepRetrying,
+		persistence.StepRunning, persistence.StepCompensating)...)
 	for _, due := range []persistence.ListDueParams{
 		{Before: now, Limit: 100},
 		{Before: now, Limit: 100, Workflows: []string{"w1", "w3"}},

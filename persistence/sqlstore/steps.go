@@ -396,9 +396,12 @@ func (s *Store) mergeSteps(ctx context.Context, qs []Query, limit int, key func(
 
 // StepListQueued implements persistence.Store.
 func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, err := dueWorkflows(p)
+	p, ok, err := s.dueStepScope(ctx, p, "StepListQueued", persistence.StepQueued, persistence.StepCompensating)
 	if err != nil {
-		return nil, err
+		return nil, wrap("step list queued", err)
+	}
+	if !ok {
+		return []persistence.StepRun{}, nil
 	}
 	out, err := s.mergeSteps(ctx, s.stepListQueuedQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.QueuedAt.T })
@@ -407,9 +410,12 @@ func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams)
 
 // StepListRetryDue implements persistence.Store.
 func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, err := dueWorkflows(p)
+	p, ok, err := s.dueStepScope(ctx, p, "StepListRetryDue", persistence.StepRetrying, persistence.StepCompensating)
 	if err != nil {
-		return nil, err
+		return nil, wrap("step list retry due", err)
+	}
+	if !ok {
+		return []persistence.StepRun{}, nil
 	}
 	out, err := s.mergeSteps(ctx, s.stepListRetryDueQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.NextAttemptAt.T })
@@ -418,9 +424,12 @@ func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParam
 
 // StepListLeaseExpired implements persistence.Store.
 func (s *Store) StepListLeaseExpired(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, err := dueWorkflows(p)
+	p, ok, err := s.dueStepScope(ctx, p, "StepListLeaseExpired", persistence.StepRunning, persistence.StepCompensating)
 	if err != nil {
-		return nil, err
+		return nil, wrap("step list lease expired", err)
+	}
+	if !ok {
+		return []persistence.StepRun{}, nil
 	}
 	out, err := s.mergeSteps(ctx, s.stepListLeaseExpiredQueries(p), clampLimit(p.Limit, 100, 10000),
 		func(r stepRow) time.Time { return r.LeaseExpiresAt.T })
