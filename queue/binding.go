@@ -22,22 +22,15 @@ func (q *Queue) Bind(ctx context.Context, storeID string) (string, error) {
 	if storeID == "" {
 		return "", fmt.Errorf("%w: empty store id", ErrInvalidConfig)
 	}
-	key := q.bindingKey()
-	for try := 0; ; try++ {
-		set, err := q.client.SetNX(ctx, key, storeID, 0).Result()
-		if err != nil {
-			return "", fmt.Errorf("queue: bind prefix %q: %w", q.prefix, err)
-		}
-		if set {
-			return storeID, nil
-		}
-		owner, err := q.client.Get(ctx, key).Result()
-		if errors.Is(err, redis.Nil) && try == 0 {
-			continue // deleted between the two calls (a flush): once more
-		}
-		if err != nil {
-			return "", fmt.Errorf("queue: read the binding of prefix %q: %w", q.prefix, err)
-		}
-		return owner, nil
+	// One SET NX GET: sets the binding unless there is one, and answers
+	// the one there was (redis.Nil: none, so it is now storeID's). One
+	// command, so the ACL rule needs nothing beyond SET.
+	owner, err := q.client.SetArgs(ctx, q.bindingKey(), storeID, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	if errors.Is(err, redis.Nil) {
+		return storeID, nil
 	}
+	if err != nil {
+		return "", fmt.Errorf("queue: bind prefix %q: %w", q.prefix, err)
+	}
+	return owner, nil
 }
