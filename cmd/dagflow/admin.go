@@ -51,12 +51,12 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 	var workflow, status, cursor string
 	var limit int
 	list := func(cmd *cobra.Command, _ []string) error {
-		st, err := b.openStore(cmd.Context())
+		e, closeAll, err := b.inspector(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		return listRuns(cmd.Context(), st, cmd.OutOrStdout(), workflow, status, cursor, limit)
+		defer closeAll()
+		return listRuns(cmd.Context(), e, cmd.OutOrStdout(), workflow, status, cursor, limit)
 	}
 	runs := withBackends(&cobra.Command{
 		Use:   "runs",
@@ -83,19 +83,19 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 		Short: "a run with its steps and attempt history",
 		Args:  exactArgs("RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := sb.openStore(cmd.Context())
+			e, closeAll, err := sb.inspector(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			return showRun(cmd.Context(), st, args[0], cmd.OutOrStdout())
+			defer closeAll()
+			return showRun(cmd.Context(), e, args[0], cmd.OutOrStdout())
 		},
 	}, &sb, sec))
 	return runs
 }
 
-func listRuns(ctx context.Context, st persistence.Store, stdout io.Writer, workflow, status, cursor string, limit int) error {
-	p := persistence.RunListParams{Workflow: workflow, Limit: limit, Cursor: cursor}
+func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow, status, cursor string, limit int) error {
+	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor}
 	if status != "" {
 		s := persistence.RunStatus(status)
 		if !s.Valid() {
@@ -103,7 +103,7 @@ func listRuns(ctx context.Context, st persistence.Store, stdout io.Writer, workf
 		}
 		p.Status = []persistence.RunStatus{s}
 	}
-	page, err := st.RunList(ctx, p)
+	page, err := e.Runs(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -119,19 +119,14 @@ func listRuns(ctx context.Context, st persistence.Store, stdout io.Writer, workf
 	return nil
 }
 
-func showRun(ctx context.Context, st persistence.Store, id string, stdout io.Writer) error {
-	run, err := st.RunGet(ctx, id)
+// showRun prints a run (its payloads decoded by the codec, if any), its
+// steps, why each unfinished one waits, and its history.
+func showRun(ctx context.Context, e *engine.Engine, id string, stdout io.Writer) error {
+	info, err := e.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	sts, err := st.StepList(ctx, id)
-	if err != nil {
-		return err
-	}
-	atts, err := st.AttemptList(ctx, id)
-	if err != nil {
-		return err
-	}
+	run, sts, atts := info.Run, info.Steps, info.Attempts
 	fmt.Fprintf(stdout, "run %s  workflow %s v%d  status %s\ninput %s\n", cell(run.ID), cell(run.Workflow), run.Version, cell(string(run.Status)), escapeBlock(string(run.Input)))
 	if run.Error != "" {
 		fmt.Fprintf(stdout, "error %s\n", escapeBlock(run.Error))
@@ -140,6 +135,9 @@ func showRun(ctx context.Context, st persistence.Store, id string, stdout io.Wri
 	fmt.Fprintln(tw, "\nSTEP\tSTATUS\tATTEMPT\tOUTPUT\tERROR")
 	for _, s := range sts {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", cell(s.Step), cell(string(s.Status)), s.Attempt, s.MaxAttempts, cell(string(s.Output)), cell(s.Error))
+	}
+	if err := printWaiting(ctx, e, tw, id, sts); err != nil {
+		return err
 	}
 	fmt.Fprintln(tw, "\nHISTORY\tKIND\tATTEMPT\tOUTCOME\tWORKER\tDURATION\tERROR")
 	for _, a := range atts {
@@ -156,12 +154,12 @@ func newDLQCmd(sec *secrets) *cobra.Command {
 	var workflow string
 	var limit int
 	list := func(cmd *cobra.Command, _ []string) error {
-		st, err := b.openStore(cmd.Context())
+		e, closeAll, err := b.inspector(cmd.Context())
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		return listDead(cmd.Context(), st, cmd.OutOrStdout(), workflow, limit)
+		defer closeAll()
+		return listDead(cmd.Context(), e, cmd.OutOrStdout(), workflow, limit)
 	}
 	dlq := withBackends(&cobra.Command{
 		Use:   "dlq",
@@ -199,8 +197,8 @@ func newDLQCmd(sec *secrets) *cobra.Command {
 	return dlq
 }
 
-func listDead(ctx context.Context, st persistence.Store, stdout io.Writer, workflow string, limit int) error {
-	page, err := st.StepListDead(ctx, persistence.StepListDeadParams{Workflow: workflow, Limit: limit})
+func listDead(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow string, limit int) error {
+	page, err := e.DeadLetters(ctx, persistence.StepListDeadParams{Workflow: workflow, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -227,7 +225,7 @@ func retryOrDiscard(ctx context.Context, b *backendFlags, what, run, step string
 		return err
 	}
 	defer st.Close()
-	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1})
+	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1, Codec: b.codec})
 	if err != nil {
 		return err
 	}
@@ -243,5 +241,31 @@ func retryOrDiscard(ctx context.Context, b *backendFlags, what, run, step string
 		return err
 	}
 	fmt.Fprintf(stdout, "run %s step %s discarded\n", cell(run), cell(step))
+	return nil
+}
+
+// printWaiting says, for each step of a run still to run, why it waits
+// (engine.WhyWaiting): its dependencies, its retry, the queue, or no live
+// node that can run it.
+func printWaiting(ctx context.Context, e *engine.Engine, tw io.Writer, id string, sts []persistence.StepRun) error {
+	header := false
+	for _, s := range sts {
+		if s.Status.Done() || s.Status == persistence.StepDead || s.Status == persistence.StepCancelled ||
+			s.Status == persistence.StepCompensated || s.Status == persistence.StepCompensationFailed {
+			continue
+		}
+		w, err := e.WhyWaiting(ctx, id, s.Step)
+		if err != nil {
+			return err
+		}
+		if w.Reason == engine.WaitNone {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nWAITING\tWHY\tDETAIL")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(s.Step), w.Reason, cell(w.Detail))
+	}
 	return nil
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
+	"github.com/dagflow/dagflow/codec"
+	"github.com/dagflow/dagflow/codec/aesgcm"
+	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/redisconn"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/persistence/mysql"
@@ -45,12 +48,14 @@ type backendFlags struct {
 	mysqlTLSKey                    string
 	redisURL, redisURLFile, rdAddr string
 	prefix, sqlite                 string
+	keyringFile                    string
 	migrate                        bool
 
 	// Resolved settings.
 	dsn      string
 	mysqlTLS *tls.Config
 	redis    *redisconn.Config
+	codec    codec.Codec // nil: payloads are stored as they are
 }
 
 func (b *backendFlags) register(fs *pflag.FlagSet) {
@@ -64,6 +69,7 @@ func (b *backendFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.redisURLFile, "redis-url-file", "", "read the Redis URL from this file (env DAGFLOW_REDIS_URL_FILE)")
 	fs.StringVar(&b.rdAddr, "redis-addr", "", "Redis host:port, no credentials or TLS (env DAGFLOW_REDIS_ADDR; default "+defaultRedisAddr+")")
 	fs.StringVar(&b.prefix, "prefix", "", "Redis key prefix (env DAGFLOW_PREFIX; default "+defaultPrefix+")")
+	fs.StringVar(&b.keyringFile, "codec-keyring-file", "", "encrypt payloads at rest with the AES-256-GCM keys in this file, one key-id=base64 per line, the first current (env DAGFLOW_CODEC_KEYRING_FILE); every node and tool needs the same file")
 	fs.BoolVar(&b.migrate, "migrate", false, "apply migrations before starting")
 	registerSQLite(fs, &b.sqlite)
 }
@@ -144,7 +150,28 @@ func (b *backendFlags) resolve(sec *secrets) error {
 	if b.prefix == "" {
 		b.prefix = defaultPrefix
 	}
+	if err := b.resolveCodec(); err != nil {
+		return err
+	}
 	return b.resolveSQLite()
+}
+
+// resolveCodec reads the payload codec's keyring, if one is given.
+func (b *backendFlags) resolveCodec() error {
+	path, from, err := b.value(setting{flag: "codec-keyring-file", env: "DAGFLOW_CODEC_KEYRING_FILE"}, b.keyringFile, "")
+	if err != nil || path == "" {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	c, err := aesgcm.ParseKeyring(data)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", from, path, err)
+	}
+	b.codec = c
+	return nil
 }
 
 func (b *backendFlags) resolveMySQLTLS() error {
@@ -219,4 +246,27 @@ func (b *backendFlags) openStore(ctx context.Context) (persistence.Store, error)
 // the server and the user.
 func (b *backendFlags) openRedis(ctx context.Context) (redis.UniversalClient, error) {
 	return redisconn.Open(ctx, b.redis)
+}
+
+// inspector opens the store and an engine that only reads it: never
+// started, it runs nothing and connects to Redis only when an operation
+// needs it. Through it the commands see payloads decoded by the codec
+// and why steps wait. The caller closes what close closes.
+func (b *backendFlags) inspector(ctx context.Context) (e *engine.Engine, close func(), err error) {
+	st, err := b.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rdb, err := b.redis.Client()
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	e, err = engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1, Codec: b.codec})
+	if err != nil {
+		rdb.Close()
+		st.Close()
+		return nil, nil, err
+	}
+	return e, func() { e.Stop(context.Background()); rdb.Close(); st.Close() }, nil
 }

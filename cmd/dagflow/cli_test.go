@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dagflow/dagflow/codec"
+	"github.com/dagflow/dagflow/codec/aesgcm"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
 	"github.com/dagflow/dagflow/internal/redisconn"
@@ -255,11 +258,17 @@ func TestWorkerOverTLSRedis(t *testing.T) {
 // triggerOrder starts one order run through an engine that runs no steps.
 func triggerOrder(t *testing.T, ctx context.Context, st persistence.Store, rdb redis.UniversalClient, prefix string) string {
 	t.Helper()
+	return triggerOrderWith(t, ctx, st, rdb, prefix, nil)
+}
+
+// triggerOrderWith is triggerOrder with a payload codec.
+func triggerOrderWith(t *testing.T, ctx context.Context, st persistence.Store, rdb redis.UniversalClient, prefix string, c codec.Codec) string {
+	t.Helper()
 	reg := steps.NewRegistry()
 	if err := orderflow.NewServices().Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1, ScheduleInterval: -1})
+	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1, ScheduleInterval: -1, Codec: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,5 +564,99 @@ func TestBinarySecondSignalExitsAtOnce(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the worker did not exit within 10s of the second SIGTERM:\n%s", errb.String())
+	}
+}
+
+// TestRunsShowSaysWhyStepsWait: runs show tells, for each step still to
+// run, why it waits — here no live node works the order workflow, and
+// the later steps wait for the first.
+func TestRunsShowSaysWhyStepsWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	testenv.DeleteKeys(t, rdb, prefix)
+	id := triggerOrder(t, ctx, store, rdb, prefix)
+	code, out, errb := runCLI(t, ctx, "runs", "show", id, "--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", prefix)
+	if code != 0 {
+		t.Fatalf("runs show exited %d: %s", code, errb)
+	}
+	for _, want := range []string{"WAITING", "no_node", "no live node can run it", "dependencies", "waiting for reserve (queued)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCodecKeyringFile: with --codec-keyring-file the worker encrypts
+// payloads at rest and runs show decodes them; without it, runs show
+// shows only the sealed envelopes.
+func TestCodecKeyringFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	keyring := filepath.Join(t.TempDir(), "keys")
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	if err := os.WriteFile(keyring, []byte("k1="+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := aesgcm.ParseKeyring([]byte("k1=" + key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	testenv.DeleteKeys(t, rdb, prefix)
+	id := triggerOrderWith(t, ctx, store, rdb, prefix, c)
+	base := []string{"--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", prefix}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		code, _, _ := runCLI(t, wctx, append([]string{"worker", "--codec-keyring-file", keyring}, base...)...)
+		done <- code
+	}()
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		r, err := store.RunGet(ctx, id)
+		return err == nil && r.Status.Terminal()
+	}, "the order run did not finish")
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("worker exited %d", code)
+	}
+	raw, err := store.RunGet(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Status != persistence.RunSucceeded || strings.Contains(string(raw.Input), "o-1") {
+		t.Errorf("stored run: %s, input %s; want succeeded with a sealed input", raw.Status, raw.Input)
+	}
+	_, plain, errb := runCLI(t, ctx, append([]string{"runs", "show", id, "--codec-keyring-file", keyring}, base...)...)
+	if !strings.Contains(plain, `"order_id":"o-1"`) {
+		t.Errorf("runs show with the keyring does not show the input: %s %s", plain, errb)
+	}
+	_, sealed, _ := runCLI(t, ctx, append([]string{"runs", "show", id}, base...)...)
+	if strings.Contains(sealed, "o-1") || !strings.Contains(sealed, "dagflow-aesgcm:v1:k1:") {
+		t.Errorf("runs show without the keyring: %s", sealed)
 	}
 }

@@ -89,7 +89,7 @@ func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, st
 	defer rdb.Close()
 	e, err := engine.New(engine.Config{
 		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger,
-		Concurrency: w.concurrency, Queues: queues, Lease: w.lease,
+		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
 	})
 	if err != nil {
 		return err
