@@ -93,6 +93,14 @@ type Config struct {
 	// heartbeated lease as expired. Negative disables the check (a fake
 	// clock in tests).
 	MaxClockSkew time.Duration
+	// StopGrace is how long Stop waits, once its context has ended and
+	// the running steps were cancelled and their leases released, for
+	// handlers that ignore their cancellation. Stop then returns without
+	// them, with an error wrapping ErrHandlersAbandoned: a handler stuck
+	// in a call that takes no context cannot hold the process. Default
+	// 5s. Negative: no grace, Stop abandons them as soon as its context
+	// ends.
+	StopGrace time.Duration
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -121,6 +129,11 @@ const (
 	// DefaultDeliveryLimit is how many attempts of a step may lose their
 	// worker before the step is dead-lettered (Config.DeliveryLimit).
 	DefaultDeliveryLimit = 10
+	// DefaultStopGrace is how long Stop waits past its context for
+	// handlers that ignore their cancellation (Config.StopGrace): long
+	// enough for a handler that checks its context between short calls,
+	// short enough for a deploy's kill timeout.
+	DefaultStopGrace = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -160,6 +173,9 @@ func (c Config) withDefaults() Config {
 			host = "node"
 		}
 		c.NodeID = fmt.Sprintf("%s-%d-%06x", host, os.Getpid(), rand.IntN(1<<24))
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = DefaultStopGrace
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64

@@ -47,6 +47,9 @@ type Engine struct {
 	completions chan *completion // to the committers (batch.go)
 	stopCommit  chan struct{}
 	commitWG    sync.WaitGroup
+	// commitGone is closed once the committers have ended: an abandoned
+	// handler (shutdown.go) that offers an outcome later is refused.
+	commitGone  chan struct{}
 	triggers    chan *triggerReq // to the trigger loops (batch.go), which run from Start to Stop
 	stopTrigger chan struct{}
 
@@ -204,6 +207,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.fetchDone = make(chan struct{})
 	e.completions = make(chan *completion, maxCommitBatch)
 	e.stopCommit = make(chan struct{})
+	e.commitGone = make(chan struct{})
 	e.commitWG.Add(1)
 	go e.commitLoop()
 	for range triggerLoops {
@@ -231,10 +235,15 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop stops taking new steps, waits for running steps until ctx ends,
 // then cancels the ones still running and releases their leases so that
-// another worker takes them at once. Once Stop has begun no handler
-// starts on this node (a step claimed meanwhile, by a run creation in
-// flight, is released and queued for another node), and when it returns
-// no handler of this node runs. Calls made after Stop return ErrStopped.
+// another worker takes them at once, and returns ctx's error. Once Stop
+// has begun no handler starts on this node (a step claimed meanwhile, by
+// a run creation in flight, is released and queued for another node).
+// A handler that ignores its cancellation gets Config.StopGrace more to
+// return; Stop then returns without it, with an *AbandonedError
+// (ErrHandlersAbandoned) naming its run and step: whatever it does
+// afterwards is not recorded, and its step is another node's to run.
+// Otherwise no handler of this node runs when Stop returns. Calls made
+// after Stop return ErrStopped.
 // An engine that was never started holds nothing (New does no I/O and
 // subscribes to nothing), so it needs no Stop; calling it is harmless.
 func (e *Engine) Stop(ctx context.Context) error {
@@ -259,15 +268,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			err = ctx.Err()
 			e.releaseInflight()
 			e.runCancel()
-			<-done
+			err = e.awaitGrace(ctx.Err(), done)
 		}
 		e.runCancel()
 		close(e.stopCommit)
 		close(e.stopTrigger)
 		e.commitWG.Wait()
+		close(e.commitGone)
 		e.wg.Wait()
 		e.log.Info("engine stopped")
 	})
