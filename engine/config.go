@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -37,7 +40,8 @@ type Config struct {
 	Store persistence.Store
 	// Redis is the dispatch queue's client: single, Sentinel or Cluster.
 	Redis redis.UniversalClient
-	// Prefix namespaces every Redis key. Default "dagflow".
+	// Prefix namespaces every Redis key. Default "dagflow". At most 100
+	// bytes, without braces, spaces or control characters.
 	Prefix string
 	// Logger receives the engine's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -47,7 +51,8 @@ type Config struct {
 	Concurrency int
 	// Queues are the queues this node's workers take steps from, in
 	// priority order. Default: every queue a registered workflow's steps
-	// use, in name order.
+	// use, in name order. Each must be a valid name (a letter, then up to
+	// 63 letters, digits, '_' or '-'), listed once.
 	Queues []string
 	// NoWorkers makes a node that triggers runs and reconciles but runs no
 	// steps.
@@ -213,5 +218,42 @@ func (c Config) validate() error {
 	if len(c.NodeID) > 128 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))
 	}
-	return errors.Join(errs...)
+	if i := strings.IndexFunc(c.NodeID, unprintable); i >= 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.NodeID %q has a control character at byte %d", c.NodeID, i))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.PollInterval %v is negative", c.PollInterval))
+	}
+	return errors.Join(append(errs, c.validateNames()...)...)
 }
+
+// validateNames checks Prefix and Queues: a name that Redis or the stores
+// would refuse later makes a node that starts and then fails (or never
+// works a queue) for ever.
+func (c Config) validateNames() []error {
+	var errs []error
+	if len(c.Prefix) > maxPrefix {
+		errs = append(errs, fmt.Errorf("engine: Config.Prefix is %d bytes, over %d", len(c.Prefix), maxPrefix))
+	}
+	if i := strings.IndexFunc(c.Prefix, func(r rune) bool { return r == '{' || r == '}' || r == ' ' || unprintable(r) }); i >= 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.Prefix %q has a brace, space or control character at byte %d (a brace would break the keys' Cluster hash tag)", c.Prefix, i))
+	}
+	seen := make(map[string]bool, len(c.Queues))
+	for i, q := range c.Queues {
+		switch {
+		case q == "":
+			errs = append(errs, fmt.Errorf("engine: Config.Queues[%d] is empty (want %s)", i, names.Rule))
+		case !names.Valid(q):
+			errs = append(errs, fmt.Errorf("engine: Config.Queues[%d] %q is not a valid queue name (want %s)", i, q, names.Rule))
+		case seen[q]:
+			errs = append(errs, fmt.Errorf("engine: Config.Queues lists %q twice", q))
+		}
+		seen[q] = true
+	}
+	return errs
+}
+
+// maxPrefix bounds Config.Prefix, which starts every Redis key.
+const maxPrefix = 100
+
+func unprintable(r rune) bool { return unicode.IsControl(r) || r == unicode.ReplacementChar }
