@@ -21,6 +21,13 @@ type Config struct {
 	// MaxPayload limits inputs, outputs and metadata, in bytes; zero means
 	// DefaultMaxPayload.
 	MaxPayload int
+	// MigrationTable is the table in which the driver's migrations
+	// record the versions applied (goose's: version_id, is_applied), and
+	// SchemaVersion the newest version they make (LatestMigration);
+	// Store.SchemaVersion compares the two. Empty: the store requires no
+	// version.
+	MigrationTable string
+	SchemaVersion  int64
 }
 
 // Store implements persistence.Store and persistence.TxStore on a
@@ -31,6 +38,12 @@ type Store struct {
 	maxPayload int
 	// wsem serializes write transactions when the dialect asks for it.
 	wsem chan struct{}
+	// schema is where the applied migrations are recorded and the
+	// version this binary needs.
+	schema struct {
+		table   string
+		version int64
+	}
 }
 
 var (
@@ -44,6 +57,7 @@ func New(db *sql.DB, d Dialect, cfg Config) *Store {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
 	s := &Store{db: db, d: d, maxPayload: cfg.MaxPayload}
+	s.schema.table, s.schema.version = cfg.MigrationTable, cfg.SchemaVersion
 	if d.SerializeWrites {
 		s.wsem = make(chan struct{}, 1)
 	}
