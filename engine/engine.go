@@ -172,8 +172,12 @@ func (e *Engine) Workflows() []string {
 	return names
 }
 
-// Start stores the declared schedules, then starts the engine's
-// components (docs/architecture.md draws them), each in its goroutine:
+// Start checks that the node can work (preflight.go: Redis accepts its
+// credentials and allows every command the queue uses, under Prefix; the
+// database has this binary's migrations) and returns the reason if not,
+// before anything is started. It then stores the declared schedules and
+// starts the engine's components (docs/architecture.md draws them), each
+// in its goroutine:
 //
 //   - the committers (committer.go) record the outcomes that handlers
 //     send them, a batch per transaction, and claim released steps into
@@ -195,6 +199,10 @@ func (e *Engine) Start(ctx context.Context) error {
 			return ErrStopped
 		}
 		return ErrAlreadyStarted
+	}
+	if err := e.preflight(ctx); err != nil {
+		e.state.Store(0)
+		return err
 	}
 	if err := e.syncSchedules(ctx); err != nil {
 		e.state.Store(0)

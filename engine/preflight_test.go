@@ -1,6 +1,11 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
+	"github.com/dagflow/dagflow/persistence/sqlite"
 )
 
 // TestNewRejectsBadConfig: a configuration the node could start with but
@@ -47,5 +56,94 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	ok := engine.Config{Store: st, Redis: rdb, Queues: []string{"mail", "default"}, Prefix: "app:v2", NodeID: "web-1"}
 	if _, err := engine.New(ok); err != nil {
 		t.Fatalf("New with a good config: %v", err)
+	}
+}
+
+// startErr makes an engine on st and rdb, starts it, and returns Start's
+// error; the engine is stopped when the test ends.
+func startErr(t *testing.T, cfg engine.Config) error {
+	t.Helper()
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return e.Start(context.Background())
+}
+
+// TestStartRefusesUnmigratedDatabase: Start on a database without this
+// binary's migrations (a fresh SQLite file, a fresh MySQL database, one
+// migration short) fails at once with the two versions and how to
+// migrate, instead of starting a node whose every query fails.
+func TestStartRefusesUnmigratedDatabase(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	latest := func(t *testing.T, st persistence.Store) int64 {
+		v, err := st.SchemaVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Binary
+	}
+	check := func(t *testing.T, st persistence.Store, want string) {
+		t.Helper()
+		err := startErr(t, engine.Config{Store: st, Redis: rdb, Prefix: testenv.KeyPrefix(t)})
+		if !errors.Is(err, persistence.ErrSchemaBehind) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "dagflow migrate") {
+			t.Fatalf("Start = %v, want ErrSchemaBehind saying %q and how to migrate", err, want)
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "fresh.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		check(t, st, fmt.Sprintf("no dagflow schema (version 0), this binary needs version %d", latest(t, st)))
+	})
+	t.Run("mysql", func(t *testing.T) {
+		st, err := mysql.Open(ctx, mysql.Config{DSN: testenv.MySQLDatabase(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		n := latest(t, st)
+		check(t, st, fmt.Sprintf("no dagflow schema (version 0), this binary needs version %d", n))
+		// One migration short: as if the binary shipped a newer one.
+		if err := st.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().ExecContext(ctx, "DELETE FROM "+mysql.MigrationTable+" WHERE version_id = ?", n); err != nil {
+			t.Fatal(err)
+		}
+		check(t, st, fmt.Sprintf("database is at schema version %d, this binary needs %d", n-1, n))
+	})
+}
+
+// TestStartAcceptsSchemaAhead: a database migrated by a newer release
+// (a rolling deploy migrates first) does not stop an older node; it
+// starts and says so in its log.
+func TestStartAcceptsSchemaAhead(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	st := sqliteStore(t)
+	v, err := st.SchemaVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec("INSERT INTO "+sqlite.MigrationTable+" (version_id, is_applied) VALUES (?, 1)", v.Binary+1); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{level: slog.LevelWarn}
+	if err := startErr(t, engine.Config{Store: st, Redis: rdb, Logger: slog.New(logs)}); err != nil {
+		t.Fatalf("Start on a schema ahead of the binary: %v", err)
+	}
+	want := fmt.Sprintf("database_version=%d binary_version=%d", v.Binary+1, v.Binary)
+	if got := logs.matching("schema is ahead"); len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Errorf("warnings = %q, want one saying %s", got, want)
 	}
 }
