@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
@@ -145,5 +146,35 @@ func TestStartAcceptsSchemaAhead(t *testing.T) {
 	want := fmt.Sprintf("database_version=%d binary_version=%d", v.Binary+1, v.Binary)
 	if got := logs.matching("schema is ahead"); len(got) != 1 || !strings.Contains(got[0], want) {
 		t.Errorf("warnings = %q, want one saying %s", got, want)
+	}
+}
+
+// TestStartWarnsOfUnworkedQueues: a node whose Config.Queues leaves out
+// a queue of its registered workflows says so at Start: that queue's
+// steps wait for another node.
+func TestStartWarnsOfUnworkedQueues(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	wf, err := dag.New("order").
+		Step("charge", stepsFunc(func(context.Context) error { return nil })).
+		Step("mail", stepsFunc(func(context.Context) error { return nil }), dag.After("charge"), dag.Queue("mail")).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{level: slog.LevelWarn}
+	e, err := engine.New(engine.Config{Store: sqliteStore(t), Redis: rdb, Queues: []string{"default"}, Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Register(wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop(context.Background()) })
+	if got := logs.matching("queues this node does not work"); len(got) != 1 || !strings.Contains(got[0], "queues=[mail]") {
+		t.Errorf("warnings = %q, want one naming queue mail", got)
 	}
 }
