@@ -34,7 +34,9 @@ func (systemClock) Now() time.Time { return time.Now() }
 var SystemClock Clock = systemClock{}
 
 // Config configures an Engine. Zero values mean the defaults documented on
-// each field; Store and Redis are required.
+// each field; Store and Redis are required. New refuses a configuration
+// the node could not work with, naming the field and the value (an
+// invalid queue name, a positive interval under 1ms: a missing unit).
 type Config struct {
 	// Store is the durable state (MySQL, or SQLite for the embedded default).
 	Store persistence.Store
@@ -224,6 +226,16 @@ func (c Config) validate() error {
 	if c.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("engine: Config.PollInterval %v is negative", c.PollInterval))
 	}
+	// A tiny positive interval (a unit forgotten: 2 for 2s) would make
+	// the node poll the database or Redis in a busy loop.
+	for _, iv := range []struct {
+		name string
+		d    time.Duration
+	}{{"PollInterval", c.PollInterval}, {"ReconcileInterval", c.ReconcileInterval}, {"ScheduleInterval", c.ScheduleInterval}} {
+		if iv.d > 0 && iv.d < minInterval {
+			errs = append(errs, fmt.Errorf("engine: Config.%s %v is under %v (a missing unit?)", iv.name, iv.d, minInterval))
+		}
+	}
 	return errors.Join(append(errs, c.validateNames()...)...)
 }
 
@@ -252,6 +264,10 @@ func (c Config) validateNames() []error {
 	}
 	return errs
 }
+
+// minInterval is the shortest positive PollInterval, ReconcileInterval
+// and ScheduleInterval.
+const minInterval = time.Millisecond
 
 // maxPrefix bounds Config.Prefix, which starts every Redis key.
 const maxPrefix = 100

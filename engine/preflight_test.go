@@ -43,6 +43,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"long prefix", func(c *engine.Config) { c.Prefix = strings.Repeat("p", 101) }, `Config.Prefix is 101 bytes, over 100`},
 		{"node id with a newline", func(c *engine.Config) { c.NodeID = "node\n1" }, `Config.NodeID "node\n1" has a control character at byte 4`},
 		{"negative poll", func(c *engine.Config) { c.PollInterval = -time.Second }, `Config.PollInterval -1s is negative`},
+		{"reconcile without a unit", func(c *engine.Config) { c.ReconcileInterval = 2 }, `Config.ReconcileInterval 2ns is under 1ms`},
+		{"schedule without a unit", func(c *engine.Config) { c.ScheduleInterval = 1 }, `Config.ScheduleInterval 1ns is under 1ms`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
