@@ -67,7 +67,12 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 	backoff := 50 * time.Millisecond
 	for {
 		c := &completion{p: p, task: ex.task, eager: ex.eager, done: make(chan completionResult, 1)}
-		e.completions <- c
+		select {
+		case e.completions <- c:
+		case <-e.commitGone:
+			// Stop abandoned this handler and the committers are gone.
+			return persistence.StepCompleteResult{}, errShutdown
+		}
 		r := <-c.done
 		if r.err == nil {
 			ex.acked = true

@@ -6,11 +6,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/codec"
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -32,13 +35,16 @@ func (systemClock) Now() time.Time { return time.Now() }
 var SystemClock Clock = systemClock{}
 
 // Config configures an Engine. Zero values mean the defaults documented on
-// each field; Store and Redis are required.
+// each field; Store and Redis are required. New refuses a configuration
+// the node could not work with, naming the field and the value (an
+// invalid queue name, a positive interval under 1ms: a missing unit).
 type Config struct {
 	// Store is the durable state (MySQL, or SQLite for the embedded default).
 	Store persistence.Store
 	// Redis is the dispatch queue's client: single, Sentinel or Cluster.
 	Redis redis.UniversalClient
-	// Prefix namespaces every Redis key. Default "dagflow".
+	// Prefix namespaces every Redis key. Default "dagflow". At most 100
+	// bytes, without braces, spaces or control characters.
 	Prefix string
 	// Logger receives the engine's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -48,7 +54,8 @@ type Config struct {
 	Concurrency int
 	// Queues are the queues this node's workers take steps from, in
 	// priority order. Default: every queue a registered workflow's steps
-	// use, in name order.
+	// use, in name order. Each must be a valid name (a letter, then up to
+	// 63 letters, digits, '_' or '-'), listed once.
 	Queues []string
 	// NoWorkers makes a node that triggers runs and reconciles but runs no
 	// steps.
@@ -103,6 +110,14 @@ type Config struct {
 	// use). Default none: payloads are stored as they are. Run metadata
 	// is not encoded: keep it free of secrets.
 	Codec codec.Codec
+	// StopGrace is how long Stop waits, once its context has ended and
+	// the running steps were cancelled and their leases released, for
+	// handlers that ignore their cancellation. Stop then returns without
+	// them, with an error wrapping ErrHandlersAbandoned: a handler stuck
+	// in a call that takes no context cannot hold the process. Default
+	// 5s. Negative: no grace, Stop abandons them as soon as its context
+	// ends.
+	StopGrace time.Duration
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -131,6 +146,11 @@ const (
 	// DefaultDeliveryLimit is how many attempts of a step may lose their
 	// worker before the step is dead-lettered (Config.DeliveryLimit).
 	DefaultDeliveryLimit = 10
+	// DefaultStopGrace is how long Stop waits past its context for
+	// handlers that ignore their cancellation (Config.StopGrace): long
+	// enough for a handler that checks its context between short calls,
+	// short enough for a deploy's kill timeout.
+	DefaultStopGrace = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -171,6 +191,9 @@ func (c Config) withDefaults() Config {
 		}
 		c.NodeID = fmt.Sprintf("%s-%d-%06x", host, os.Getpid(), rand.IntN(1<<24))
 	}
+	if c.StopGrace == 0 {
+		c.StopGrace = DefaultStopGrace
+	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
@@ -207,5 +230,56 @@ func (c Config) validate() error {
 	if len(c.NodeID) > 128 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))
 	}
-	return errors.Join(errs...)
+	if i := strings.IndexFunc(c.NodeID, unprintable); i >= 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.NodeID %q has a control character at byte %d", c.NodeID, i))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.PollInterval %v is negative", c.PollInterval))
+	}
+	// A tiny positive interval (a unit forgotten: 2 for 2s) would make
+	// the node poll the database or Redis in a busy loop.
+	for _, iv := range []struct {
+		name string
+		d    time.Duration
+	}{{"PollInterval", c.PollInterval}, {"ReconcileInterval", c.ReconcileInterval}, {"ScheduleInterval", c.ScheduleInterval}} {
+		if iv.d > 0 && iv.d < minInterval {
+			errs = append(errs, fmt.Errorf("engine: Config.%s %v is under %v (a missing unit?)", iv.name, iv.d, minInterval))
+		}
+	}
+	return errors.Join(append(errs, c.validateNames()...)...)
 }
+
+// validateNames checks Prefix and Queues: a name that Redis or the stores
+// would refuse later makes a node that starts and then fails (or never
+// works a queue) for ever.
+func (c Config) validateNames() []error {
+	var errs []error
+	if len(c.Prefix) > maxPrefix {
+		errs = append(errs, fmt.Errorf("engine: Config.Prefix is %d bytes, over %d", len(c.Prefix), maxPrefix))
+	}
+	if i := strings.IndexFunc(c.Prefix, func(r rune) bool { return r == '{' || r == '}' || r == ' ' || unprintable(r) }); i >= 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.Prefix %q has a brace, space or control character at byte %d (a brace would break the keys' Cluster hash tag)", c.Prefix, i))
+	}
+	seen := make(map[string]bool, len(c.Queues))
+	for i, q := range c.Queues {
+		switch {
+		case q == "":
+			errs = append(errs, fmt.Errorf("engine: Config.Queues[%d] is empty (want %s)", i, names.Rule))
+		case !names.Valid(q):
+			errs = append(errs, fmt.Errorf("engine: Config.Queues[%d] %q is not a valid queue name (want %s)", i, q, names.Rule))
+		case seen[q]:
+			errs = append(errs, fmt.Errorf("engine: Config.Queues lists %q twice", q))
+		}
+		seen[q] = true
+	}
+	return errs
+}
+
+// minInterval is the shortest positive PollInterval, ReconcileInterval
+// and ScheduleInterval.
+const minInterval = time.Millisecond
+
+// maxPrefix bounds Config.Prefix, which starts every Redis key.
+const maxPrefix = 100
+
+func unprintable(r rune) bool { return unicode.IsControl(r) || r == unicode.ReplacementChar }

@@ -47,6 +47,9 @@ type Engine struct {
 	completions chan *completion // to the committers (batch.go)
 	stopCommit  chan struct{}
 	commitWG    sync.WaitGroup
+	// commitGone is closed once the committers have ended: an abandoned
+	// handler (shutdown.go) that offers an outcome later is refused.
+	commitGone  chan struct{}
 	triggers    chan *triggerReq // to the trigger loops (batch.go), which run from Start to Stop
 	stopTrigger chan struct{}
 
@@ -170,8 +173,12 @@ func (e *Engine) Workflows() []string {
 	return names
 }
 
-// Start stores the declared schedules, then starts the engine's
-// components (docs/architecture.md draws them), each in its goroutine:
+// Start checks that the node can work (preflight.go: Redis accepts its
+// credentials and allows every command the queue uses, under Prefix; the
+// database has this binary's migrations) and returns the reason if not,
+// before anything is started. It then stores the declared schedules and
+// starts the engine's components (docs/architecture.md draws them), each
+// in its goroutine:
 //
 //   - the committers (committer.go) record the outcomes that handlers
 //     send them, a batch per transaction, and claim released steps into
@@ -198,11 +205,19 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		return ErrAlreadyStarted
 	}
-	// Before anything touches Redis: a prefix of another database's
-	// is not this engine's to work.
-	if err := e.bindNamespace(ctx); err != nil {
+	if err := e.preflight(ctx); err != nil {
 		e.state.Store(0)
 		return err
+	}
+	// Before anything touches the queues: a prefix of another
+	// database's is not this engine's to work. A Redis that does not
+	// answer is not Start's error (nodes ride out Redis outages); the
+	// fetch loop binds the prefix before its first claim.
+	if err := e.bindNamespace(ctx); errors.Is(err, ErrNamespaceConflict) {
+		e.state.Store(0)
+		return err
+	} else if err != nil {
+		e.log.Warn("binding the Redis prefix to the store failed; the node claims nothing until it is bound", "err", err)
 	}
 	if err := e.syncSchedules(ctx); err != nil {
 		e.state.Store(0)
@@ -220,6 +235,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.fetchDone = make(chan struct{})
 	e.completions = make(chan *completion, maxCommitBatch)
 	e.stopCommit = make(chan struct{})
+	e.commitGone = make(chan struct{})
 	e.commitWG.Add(1)
 	go e.commitLoop()
 	for range triggerLoops {
@@ -249,10 +265,15 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Stop stops taking new steps, waits for running steps until ctx ends,
 // then cancels the ones still running and releases their leases so that
-// another worker takes them at once. Once Stop has begun no handler
-// starts on this node (a step claimed meanwhile, by a run creation in
-// flight, is released and queued for another node), and when it returns
-// no handler of this node runs. Calls made after Stop return ErrStopped.
+// another worker takes them at once, and returns ctx's error. Once Stop
+// has begun no handler starts on this node (a step claimed meanwhile, by
+// a run creation in flight, is released and queued for another node).
+// A handler that ignores its cancellation gets Config.StopGrace more to
+// return; Stop then returns without it, with an *AbandonedError
+// (ErrHandlersAbandoned) naming its run and step: whatever it does
+// afterwards is not recorded, and its step is another node's to run.
+// Otherwise no handler of this node runs when Stop returns. Calls made
+// after Stop return ErrStopped.
 // An engine that was never started holds nothing (New does no I/O and
 // subscribes to nothing), so it needs no Stop; calling it is harmless.
 func (e *Engine) Stop(ctx context.Context) error {
@@ -277,15 +298,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			err = ctx.Err()
 			e.releaseInflight()
 			e.runCancel()
-			<-done
+			err = e.awaitGrace(ctx.Err(), done)
 		}
 		e.runCancel()
 		close(e.stopCommit)
 		close(e.stopTrigger)
 		e.commitWG.Wait()
+		close(e.commitGone)
 		e.wg.Wait()
 		e.log.Info("engine stopped")
 	})

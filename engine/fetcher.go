@@ -44,6 +44,12 @@ func (e *Engine) fetchLoop() {
 	defer close(e.fetchDone)
 	backoff := 50 * time.Millisecond
 	for {
+		if !e.stats.bound.Load() {
+			// Redis did not answer at Start: bind the prefix first.
+			if err := e.bindNamespace(e.fetchCtx); err != nil && !errors.Is(err, ErrNamespaceConflict) {
+				e.redisError("binding the Redis prefix failed", err)
+			}
+		}
 		if e.paused() {
 			// This node's clock is off (health.go), or its Redis prefix
 			// is another database's (isolation.go): claim nothing until

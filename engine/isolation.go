@@ -74,6 +74,7 @@ func (e *Engine) bindNamespace(ctx context.Context) error {
 		}
 		return &NamespaceError{Prefix: e.cfg.Prefix, StoreID: id, OwnerID: owner}
 	}
+	e.stats.bound.Store(true)
 	if e.stats.foreignPrefix.Swap(false) {
 		e.log.Info("the Redis prefix is bound to this database again; claiming steps")
 		e.wakeFetch()
@@ -83,8 +84,10 @@ func (e *Engine) bindNamespace(ctx context.Context) error {
 
 // paused reports whether this node must not claim, reconcile or fire
 // schedules: its clock is off (health.go), or its Redis prefix belongs
-// to another database.
-func (e *Engine) paused() bool { return e.clockSkewed() || e.stats.foreignPrefix.Load() }
+// to another database or was never bound (Redis did not answer).
+func (e *Engine) paused() bool {
+	return e.clockSkewed() || e.stats.foreignPrefix.Load() || !e.stats.bound.Load()
+}
 
 // unhandledLog rate-limits the warning about steps this node cannot run:
 // once per workflow and step every unhandledWarnEvery.

@@ -47,6 +47,11 @@ func (e *Engine) record(err error, ex *execution, what string) recordResult {
 	}
 }
 
+// releasedByStop reports whether Stop released the attempt's lease (and
+// handed its task back): another node owns the step now, so this node
+// records nothing of the attempt, however its handler ended.
+func (e *Engine) releasedByStop(ex *execution) bool { return ex.released.Load() }
+
 // retryAt is when a failed attempt (forward or compensation) runs again,
 // or nil when it is dead: its error is permanent, or attempt is the last
 // of max. The delay is the policy's backoff with jitter, unless the
@@ -66,6 +71,9 @@ func (e *Engine) retryAt(policy dag.RetryPolicy, attempt, max int, herr error, n
 func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persistence.StepClaimResult, out json.RawMessage, log interface {
 	Info(string, ...any)
 }) bool {
+	if e.releasedByStop(ex) {
+		return true
+	}
 	fail := func(err error) bool {
 		w := e.Workflow(res.Run.Workflow)
 		var sdef *dag.Step
@@ -106,6 +114,9 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence.StepClaimResult, why string, log interface {
 	Info(string, ...any)
 }) bool {
+	if e.releasedByStop(ex) {
+		return true
+	}
 	cres, err := e.complete(ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
 	})
@@ -125,6 +136,9 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence.StepClaimResult, why error, log interface {
 	Info(string, ...any)
 }) bool {
+	if e.releasedByStop(ex) {
+		return true
+	}
 	if errors.Is(why, errLeaseLost) {
 		e.stats.staleCompletions.Add(1)
 		return true
@@ -148,6 +162,9 @@ func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence
 func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, w *dag.Workflow, herr error, log interface {
 	Warn(string, ...any)
 }) bool {
+	if e.releasedByStop(ex) {
+		return true
+	}
 	e.stats.stepsFailed.Add(1)
 	now := e.clock.Now()
 	attempt := res.Step.Attempt

@@ -200,7 +200,7 @@ func (e *Engine) startScheduler() {
 		for {
 			// A node whose clock is off (health.go) would fire ticks
 			// early: the others fire them.
-			if !e.paused() {
+			if !e.clockSkewed() && !e.stats.foreignPrefix.Load() {
 				if _, err := s.Pass(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
 					e.log.Warn("schedule pass failed", "err", err)
 				}

@@ -32,6 +32,7 @@ type counters struct {
 	clockSkew        atomic.Int64 // nanoseconds, this node's clock minus the database's
 	clockSkewed      atomic.Bool
 	foreignPrefix    atomic.Bool // the Redis prefix is bound to another database
+	bound            atomic.Bool // the Redis prefix was bound to the store once
 
 	refusedMu sync.Mutex
 	refused   map[persistence.ClaimRefusal]int64

@@ -162,6 +162,11 @@ type Store interface {
 	// leases and due times (see engine.Config.MaxClockSkew).
 	Now(ctx context.Context) (time.Time, error)
 
+	// SchemaVersion reads which migrations the database has, without
+	// changing anything (a user that may only read and write rows can
+	// call it), beside the newest this binary ships. Engines refuse to
+	// start on a database behind the binary (SchemaVersion.Check).
+	SchemaVersion(ctx context.Context) (SchemaVersion, error)
 	// Close releases the store's connections.
 	Close() error
 }

@@ -33,6 +33,14 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("suite queues all on %v", nodes)
 		}
 	})
+	t.Run("Probe", func(t *testing.T) {
+		// The probe's keys share a slot; its wake-up crosses nodes.
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		t.Cleanup(func() { c.Close() })
+		if err := newTestQueue(t, c, Config{}).Probe(context.Background()); err != nil {
+			t.Fatalf("Probe on Cluster: %v", err)
+		}
+	})
 	runSuite(t, func(t testing.TB) redis.UniversalClient {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		t.Cleanup(func() { c.Close() })

@@ -34,4 +34,14 @@
 // connection is held per blocked consumer, context cancellation is
 // immediate, and it works the same on Cluster (one slot per script,
 // pub/sub is cluster-wide) and on miniredis.
+//
+// # Access
+//
+// A Redis ACL user for the queue needs the commands of Commands on the
+// keys and channels under its prefix, and nothing else:
+//
+//	user dagflow on >password resetkeys ~dagflow:* resetchannels &dagflow:* -@all +eval +evalsha +subscribe +ping ...
+//
+// Probe checks, on throwaway keys under the prefix, that the client may
+// do all of it, and names what Redis refused.
 package queue

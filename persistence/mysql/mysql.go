@@ -21,6 +21,21 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// schemaVersion is the newest embedded migration: the schema version this
+// binary needs (Store.SchemaVersion).
+var schemaVersion = mustLatest()
+
+func mustLatest() int64 {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err == nil {
+		var v int64
+		if v, err = sqlstore.LatestMigration(sub); err == nil {
+			return v
+		}
+	}
+	panic("mysql: embedded migrations: " + err.Error())
+}
+
 // Config configures Open. Zero values mean the defaults.
 type Config struct {
 	// DSN is a go-sql-driver DSN, e.g. "user:pass@tcp(host:3306)/dagflow".
@@ -105,7 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	d := Dialect()
 	d.MultiStatements = true // normalizeDSN turned the DSN's multiStatements on
-	s := &Store{Store: sqlstore.New(db, d, sqlstore.Config{MaxPayload: cfg.MaxPayload})}
+	s := &Store{Store: sqlstore.New(db, d, sqlstore.Config{MaxPayload: cfg.MaxPayload, MigrationTable: MigrationTable, SchemaVersion: schemaVersion})}
 	if cfg.AutoMigrate {
 		if err := s.Migrate(ctx); err != nil {
 			db.Close()

@@ -229,3 +229,23 @@ func TestUpgradeRunningAttempts(t *testing.T) {
 		return s, s.DB(), func() error { return s.Migrate(ctx) }
 	})
 }
+
+// TestSchemaVersion: a fresh, unmigrated database is version 0 and is
+// refused with a message that says to migrate; a database migrated by a
+// newer release passes (see storetest.RunSchemaVersion).
+func TestSchemaVersion(t *testing.T) {
+	storetest.RunSchemaVersion(t, mysql.MigrationTable, func(t *testing.T) (persistence.Store, *sql.DB, func(int64) error) {
+		ctx := context.Background()
+		s, err := mysql.Open(ctx, mysql.Config{DSN: testenv.MySQLDatabase(t)})
+		if err != nil {
+			t.Fatalf("mysql.Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, s.DB(), func(to int64) error {
+			if to == 0 {
+				return s.Migrate(ctx)
+			}
+			return mysql.MigrateTo(ctx, s.DB(), to)
+		}
+	})
+}

@@ -19,6 +19,21 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// schemaVersion is the newest embedded migration: the schema version this
+// binary needs (Store.SchemaVersion).
+var schemaVersion = mustLatest()
+
+func mustLatest() int64 {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err == nil {
+		var v int64
+		if v, err = sqlstore.LatestMigration(sub); err == nil {
+			return v
+		}
+	}
+	panic("sqlite: embedded migrations: " + err.Error())
+}
+
 // Config configures Open. Zero values mean the defaults.
 type Config struct {
 	// Path is the database file, or ":memory:" for a private in-memory
@@ -93,7 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	s := &Store{Store: sqlstore.New(db, Dialect(), sqlstore.Config{MaxPayload: cfg.MaxPayload})}
+	s := &Store{Store: sqlstore.New(db, Dialect(), sqlstore.Config{MaxPayload: cfg.MaxPayload, MigrationTable: MigrationTable, SchemaVersion: schemaVersion})}
 	if cfg.AutoMigrate {
 		if err := s.Migrate(ctx); err != nil {
 			db.Close()

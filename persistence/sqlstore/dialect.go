@@ -65,6 +65,9 @@ type Dialect struct {
 	// duplicate of the conflict columns a no-op (without hiding other
 	// errors, unlike MySQL's INSERT IGNORE).
 	InsertIgnore func(conflict []string) string
+	// TableExistsSQL counts the tables of the database named by its one
+	// argument (0 or 1), readable by a user without DDL rights.
+	TableExistsSQL string
 }
 
 // useIndex returns d.UseIndex(index), or "" without one.
@@ -89,16 +92,17 @@ const TimeLayout = "2006-01-02 15:04:05.000000"
 // MySQL is the dialect of MySQL 8 and MariaDB 10.6+ (InnoDB).
 func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 	return Dialect{
-		Name:         "mysql",
-		BindType:     sqlx.QUESTION,
-		ForUpdate:    " FOR UPDATE",
-		ByPrimaryKey: " FORCE INDEX (PRIMARY)",
-		RowValueIn:   true,
-		UseIndex:     func(index string) string { return " FORCE INDEX (" + index + ")" },
-		Time:         func(t time.Time) any { return t },
-		NowSQL:       "SELECT UNIX_TIMESTAMP(NOW(6))",
-		IsDuplicate:  isDuplicate,
-		IsRetryable:  isRetryable,
+		Name:           "mysql",
+		BindType:       sqlx.QUESTION,
+		ForUpdate:      " FOR UPDATE",
+		ByPrimaryKey:   " FORCE INDEX (PRIMARY)",
+		RowValueIn:     true,
+		UseIndex:       func(index string) string { return " FORCE INDEX (" + index + ")" },
+		Time:           func(t time.Time) any { return t },
+		NowSQL:         "SELECT UNIX_TIMESTAMP(NOW(6))",
+		TableExistsSQL: "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
+		IsDuplicate:    isDuplicate,
+		IsRetryable:    isRetryable,
 		Upsert: func(_, update []string) string {
 			// VALUES(col) is deprecated (not removed) in MySQL 8.0.20+, but it
 			// is the only form MariaDB understands.
@@ -124,6 +128,7 @@ func SQLite(isDuplicate, isRetryable func(error) bool) Dialect {
 		UseIndex:        func(index string) string { return " INDEXED BY " + index },
 		Time:            func(t time.Time) any { return t.Format(TimeLayout) },
 		NowSQL:          "SELECT (julianday('now') - 2440587.5) * 86400.0",
+		TableExistsSQL:  "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
 		IsDuplicate:     isDuplicate,
 		IsRetryable:     isRetryable,
 		Upsert: func(conflict, update []string) string {

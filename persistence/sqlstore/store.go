@@ -22,6 +22,13 @@ type Config struct {
 	// MaxPayload limits inputs, outputs and metadata, in bytes; zero means
 	// DefaultMaxPayload.
 	MaxPayload int
+	// MigrationTable is the table in which the driver's migrations
+	// record the versions applied (goose's: version_id, is_applied), and
+	// SchemaVersion the newest version they make (LatestMigration);
+	// Store.SchemaVersion compares the two. Empty: the store requires no
+	// version.
+	MigrationTable string
+	SchemaVersion  int64
 }
 
 // Store implements persistence.Store and persistence.TxStore on a
@@ -35,6 +42,12 @@ type Store struct {
 	// idMu guards storeID, the store's id once read (StoreID).
 	idMu    sync.Mutex
 	storeID string
+	// schema is where the applied migrations are recorded and the
+	// version this binary needs.
+	schema struct {
+		table   string
+		version int64
+	}
 }
 
 var (
@@ -48,6 +61,7 @@ func New(db *sql.DB, d Dialect, cfg Config) *Store {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
 	s := &Store{db: db, d: d, maxPayload: cfg.MaxPayload}
+	s.schema.table, s.schema.version = cfg.MigrationTable, cfg.SchemaVersion
 	if d.SerializeWrites {
 		s.wsem = make(chan struct{}, 1)
 	}
