@@ -93,6 +93,13 @@ type Config struct {
 	// heartbeated lease as expired. Negative disables the check (a fake
 	// clock in tests).
 	MaxClockSkew time.Duration
+	// WhenBudget bounds how long a step's `when` condition may run on one
+	// attempt. The condition runs as part of the attempt, under the
+	// step's timeout and heartbeat; one that runs over its budget fails
+	// the step at once, as a condition error and without retries (the
+	// same data would run over again). Default 500ms
+	// (DefaultWhenBudget).
+	WhenBudget time.Duration
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -121,6 +128,13 @@ const (
 	// DefaultDeliveryLimit is how many attempts of a step may lose their
 	// worker before the step is dead-lettered (Config.DeliveryLimit).
 	DefaultDeliveryLimit = 10
+	// DefaultWhenBudget bounds how long a step's `when` condition may run
+	// (Config.WhenBudget). A condition is a test on a run's data: one pass
+	// over the largest payload the stores accept (1 MiB by default) takes
+	// a few tens of milliseconds; 500ms leaves ten times that for a busy
+	// machine, and caps what a condition that loops over its data inside
+	// a loop can burn at half a CPU-second per run (it is not retried).
+	DefaultWhenBudget = 500 * time.Millisecond
 )
 
 func (c Config) withDefaults() Config {
@@ -164,6 +178,9 @@ func (c Config) withDefaults() Config {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
+	if c.WhenBudget == 0 {
+		c.WhenBudget = DefaultWhenBudget
+	}
 	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
 		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
 	}
@@ -193,6 +210,9 @@ func (c Config) validate() error {
 	if c.MaxClockSkew > 0 && 2*c.MaxClockSkew+c.Heartbeat >= c.Lease {
 		errs = append(errs, fmt.Errorf("engine: Config.MaxClockSkew %v is too large for Lease %v and Heartbeat %v: two nodes %v apart could take over a step whose lease was just extended (want 2*MaxClockSkew + Heartbeat < Lease)",
 			c.MaxClockSkew, c.Lease, c.Heartbeat, 2*c.MaxClockSkew))
+	}
+	if c.WhenBudget < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.WhenBudget %v is negative", c.WhenBudget))
 	}
 	if len(c.NodeID) > 128 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))
