@@ -64,9 +64,10 @@ type Store interface {
 	// StepClaimMany claims several steps (forward attempts) in one
 	// transaction, all under one fence, lease and worker: the group commit
 	// of a worker that dequeued a batch. Each item is claimed or refused
-	// exactly as StepClaim would; the result carries the outputs and
-	// statuses of every step upstream of the claimed one (its
-	// dependencies, theirs, and so on). Outcomes[i] answers p.Items[i].
+	// exactly as StepClaim would; the result carries the statuses of every
+	// step upstream of the claimed one (its dependencies, theirs, and so
+	// on) and the outputs of its dependencies, within p.MaxRead (see
+	// StepClaimResult). Outcomes[i] answers p.Items[i].
 	// The error is for the batch as a whole (the store could not be
 	// asked).
 	StepClaimMany(ctx context.Context, p StepClaimManyParams) ([]StepClaimOutcome, error)
@@ -309,16 +310,31 @@ type StepClaimParams struct {
 	// WithOutputs lists steps whose outputs the result should carry (the
 	// step's dependencies, or the step itself for a compensation).
 	WithOutputs []string
+	// MaxRead bounds what a forward claim loads: see StepClaimResult.
+	// Zero means no bound.
+	MaxRead int64
 }
 
 // StepClaimResult is what Store.StepClaim returns.
 type StepClaimResult struct {
-	Step    StepRun
-	Run     Run
-	Outputs map[string][]byte // outputs of the steps in WithOutputs (StepClaimMany: upstream) that have one
+	Step StepRun
+	Run  Run
+	// Outputs holds the outputs that the claimed step reads and that
+	// exist: those of the steps in WithOutputs (StepClaim), of its
+	// dependencies (StepClaimMany and the claims of ReleaseClaim).
+	Outputs map[string][]byte
 	// Upstream holds the statuses of every step upstream of the claimed
-	// one (StepClaimMany only).
+	// one (StepClaimMany and ReleaseClaim only).
 	Upstream map[string]StepStatus
+	// OutputBytes is the total size of the outputs the claimed step
+	// reads, and OutputCount their number, loaded or not.
+	OutputBytes int64
+	OutputCount int
+	// OverMaxRead reports a forward claim whose run input and outputs
+	// together are larger than the claim's MaxRead: the store measured
+	// the outputs without loading them, so Outputs is nil. The step is
+	// claimed all the same; the caller fails it rather than run it.
+	OverMaxRead bool
 }
 
 // StepHeartbeatParams are the arguments of Store.StepHeartbeat.
@@ -371,6 +387,9 @@ type StepClaimManyParams struct {
 	Worker     string
 	LeaseUntil time.Time
 	Now        time.Time
+	// MaxRead bounds what each claim loads: see StepClaimResult. Zero
+	// means no bound.
+	MaxRead int64
 }
 
 // StepClaimOutcome is one item's answer in StepClaimMany: a result, or
@@ -399,6 +418,9 @@ type ReleaseClaim struct {
 	Fence      string
 	Worker     string
 	LeaseUntil time.Time
+	// MaxRead bounds what each claim loads: see StepClaimResult. Zero
+	// means no bound.
+	MaxRead int64
 }
 
 // StepCompleteOutcome is one item's answer in StepCompleteMany.
