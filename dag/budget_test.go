@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/dagflow/dagflow/dag"
 )
 
@@ -149,5 +151,28 @@ func TestWhenTooLarge(t *testing.T) {
 	}
 	if _, err := dag.New("w").Step("s", noop, dag.When(strings.Repeat("input.n + ", dag.MaxWhenNodes/8)+"1 > 0")).Build(); err != nil {
 		t.Errorf("Build() of a condition under the limit: %v", err)
+	}
+}
+
+func TestStepReads(t *testing.T) {
+	w, err := dag.New("w").
+		Step("a", noop).Step("b", noop).
+		Step("c", noop, dag.After("a", "b")).
+		Step("plain", noop, dag.After("c")).
+		Step("named", noop, dag.After("c"), dag.When(`steps.b.output.ok && steps.c.output != nil`)).
+		Step("dynamic", noop, dag.After("c"), dag.When(`steps[input.k].output != nil`)).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, want := range map[string][]string{
+		"a":       nil,
+		"plain":   {"c"},
+		"named":   {"c", "b"},
+		"dynamic": {"c", "a", "b"},
+	} {
+		if diff := cmp.Diff(want, w.Step(step).Reads()); diff != "" {
+			t.Errorf("%s.Reads() (-want +got):\n%s", step, diff)
+		}
 	}
 }

@@ -250,6 +250,7 @@ func (b *Builder) Build() (*Workflow, error) {
 		w.order = w.topoOrder()
 	}
 	for _, s := range w.steps {
+		s.reads = s.Deps
 		if s.cond == nil {
 			continue
 		}
@@ -259,6 +260,7 @@ func (b *Builder) Build() (*Workflow, error) {
 				v.add(s.Name, ErrBadCondition, "step %q: when %q refers to step %q, which is not upstream of %q", s.Name, s.When, ref, s.Name)
 			}
 		}
+		s.reads = s.condReads(up)
 	}
 	if err := v.err(); err != nil {
 		return nil, err

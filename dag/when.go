@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -122,6 +123,28 @@ func checkStop(args ...any) (any, error) {
 		}
 	}
 	return nil, nil
+}
+
+// Reads returns the steps whose outputs the step receives, for its
+// condition and its handler (steps.Context.Outputs): its dependencies
+// (Deps), then the other steps its When condition reads
+// (steps.<name>.output), in name order, or every other upstream step when
+// the condition picks steps by a computed key (steps[input.k]).
+func (s *Step) Reads() []string { return slices.Clone(s.reads) }
+
+// condReads is Reads for a step with a condition; up is its upstream.
+func (s *Step) condReads(up map[string]bool) []string {
+	var extra []string
+	for n := range up {
+		if !slices.Contains(s.Deps, n) && (s.cond.dynamic || slices.Contains(s.cond.refs, n)) {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) == 0 {
+		return s.Deps
+	}
+	slices.Sort(extra)
+	return append(slices.Clone(s.Deps), extra...)
 }
 
 func contains(list []string, s string) bool {

@@ -253,7 +253,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	}
 	return &persistence.ReleaseClaim{
 		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
-		LeaseUntil: e.clock.Now().Add(e.cfg.Lease),
+		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), MaxRead: e.cfg.MaxStepInput,
 	}, n
 }
 

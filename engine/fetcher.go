@@ -140,6 +140,7 @@ func (e *Engine) claimBatch(batch []*execution) {
 	e.stats.claimItems.Add(int64(len(batch)))
 	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
 		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+		MaxRead: e.cfg.MaxStepInput,
 	})
 	if err != nil {
 		// The store could not be asked: the tasks come back soon.

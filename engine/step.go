@@ -71,6 +71,9 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
 		}
 	}
+	if err := e.readExtra(ctx, res, sdef, &sc); err != nil {
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
 	h := sdef.Handler
 	if sdef.When != "" {
 		h = e.conditional(sdef)

@@ -125,10 +125,15 @@ func TestStopDuringWhen(t *testing.T) {
 	}
 }
 
-func TestWhenBudgetValidated(t *testing.T) {
+// newMiniredisClient is a client of a miniredis that ends with t.
+func newMiniredisClient(t *testing.T) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	_, err := engine.New(engine.Config{Store: sqliteStore(t), Redis: rdb, WhenBudget: -time.Second})
+	return rdb
+}
+
+func TestWhenBudgetValidated(t *testing.T) {
+	_, err := engine.New(engine.Config{Store: sqliteStore(t), Redis: newMiniredisClient(t), WhenBudget: -time.Second})
 	if err == nil || !strings.Contains(err.Error(), "engine: Config.WhenBudget -1s is negative") {
 		t.Fatalf("New = %v, want an error naming WhenBudget", err)
 	}

@@ -37,9 +37,12 @@ type Context struct {
 	Compensation bool
 	// Input is the run's input as given to Trigger (JSON; may be empty).
 	Input json.RawMessage
-	// Outputs holds the outputs of the step's upstream steps that
-	// succeeded, by step name. For a compensation it also holds the step's
-	// own output.
+	// Outputs holds, by step name, the outputs of the step's dependencies
+	// (After, Needs) and of the other steps its `when` condition reads
+	// (steps.<name>.output), when they succeeded with an output: a step
+	// further upstream that is neither is not loaded for it (declare a
+	// dependency on it to read it). For a compensation it holds the
+	// step's own output.
 	Outputs map[string]json.RawMessage
 	// Metadata is free-form run metadata (trigger, schedule, caller tags).
 	Metadata map[string]string
