@@ -326,8 +326,9 @@ type StepClaimResult struct {
 	// Upstream holds the statuses of every step upstream of the claimed
 	// one (StepClaimMany and ReleaseClaim only).
 	Upstream map[string]StepStatus
-	// OutputBytes is the total size of the outputs the claimed step
-	// reads, and OutputCount their number, loaded or not.
+	// OutputBytes is the total size of the outputs a forward claim
+	// reads, and OutputCount their number, loaded or not (zero for a
+	// compensation claim).
 	OutputBytes int64
 	OutputCount int
 	// OverMaxRead reports a forward claim whose run input and outputs
