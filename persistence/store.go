@@ -371,7 +371,8 @@ type StepCompleteResult struct {
 	// completion of a compensating run needs the saga's attention).
 	RunStatus RunStatus
 	// Claimed are released steps claimed for the caller (ReleaseClaim),
-	// each with its run and upstream outputs; they are not in Ready.
+	// each with its run and what it reads, as StepClaimMany gives them;
+	// they are not in Ready.
 	Claimed []StepClaimResult
 }
 
