@@ -222,7 +222,9 @@ func (s *Step) EvalWhen(ctx context.Context, input json.RawMessage, outputs map[
 		return stopped()
 	}
 	res, err := expr.Run(s.cond.prog, env)
-	if errors.Is(err, errStopped) {
+	if env.Stop.Load() || errors.Is(err, errStopped) {
+		// Cut short, or only just done: either way ctx ended, and a
+		// builtin that recovers panics may have hidden the stop.
 		return stopped()
 	}
 	if err != nil {
