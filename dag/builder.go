@@ -160,8 +160,9 @@ func Compensate(h steps.Handler) StepOption {
 // When sets the condition under which the step runs, an expr expression
 // evaluated when the step becomes ready; false skips it. See
 // [Step.EvalWhen] for the environment and the handling of missing fields.
-// It is compiled by Build: a condition that does not compile is a build
-// error.
+// It is compiled by Build: a condition that does not compile, or that has
+// more than [MaxWhenNodes] nodes, is a build error. The engine runs it
+// under a time budget (engine.Config.WhenBudget).
 func When(expr string) StepOption { return func(c *stepConfig) { c.when = expr } }
 
 // Queue sets the queue the step's tasks go to (default: the workflow's
@@ -249,6 +250,7 @@ func (b *Builder) Build() (*Workflow, error) {
 		w.order = w.topoOrder()
 	}
 	for _, s := range w.steps {
+		s.reads = s.Deps
 		if s.cond == nil {
 			continue
 		}
@@ -258,6 +260,7 @@ func (b *Builder) Build() (*Workflow, error) {
 				v.add(s.Name, ErrBadCondition, "step %q: when %q refers to step %q, which is not upstream of %q", s.Name, s.When, ref, s.Name)
 			}
 		}
+		s.reads = s.condReads(up)
 	}
 	if err := v.err(); err != nil {
 		return nil, err

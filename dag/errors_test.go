@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -22,7 +23,7 @@ func TestErrorStyle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = w.Step("points").EvalWhen(json.RawMessage(`{"total":"many"}`), nil)
+		_, err = w.Step("points").EvalWhen(context.Background(), json.RawMessage(`{"total":"many"}`), nil)
 		return err
 	}
 	loadYAML := func(src string) error {

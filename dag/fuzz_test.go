@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -60,7 +61,7 @@ func FuzzLoadYAML(f *testing.F) {
 					t.Fatalf("Order() puts %q before its dependency %q", s.Name, d)
 				}
 			}
-			_, _ = s.EvalWhen(json.RawMessage(`{"total":1,"k":"a"}`), nil)
+			_, _ = s.EvalWhen(context.Background(), json.RawMessage(`{"total":1,"k":"a"}`), nil)
 		}
 		for _, s := range w.Steps() {
 			w.ShouldSkip(s.Name, nil)

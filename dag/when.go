@@ -1,9 +1,13 @@
 package dag
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -25,13 +29,34 @@ type condition struct {
 type whenEnv struct {
 	Input any            `expr:"input"`
 	Steps map[string]any `expr:"steps"`
+	// Stop is the evaluation's stop flag, read by every iteration of a
+	// loop (see loopCheck).
+	Stop *atomic.Bool `expr:"__dagflow_stop"`
 }
 
+// MaxWhenNodes bounds the size of a `when` condition: the number of nodes
+// (names, literals, operators, calls) of its syntax tree. Conditions are
+// short tests on a run's data; the bound keeps compiling one, at
+// definition load, cheap whatever the source.
+const MaxWhenNodes = 1000
+
+// Names of the stop check that compileWhen adds to every loop.
+const (
+	stopVar   = "__dagflow_stop"
+	stopCheck = "__dagflow_check"
+)
+
+// errStopped is what the stop check returns once the evaluation's
+// context ended; EvalWhen reports the context's cause instead.
+var errStopped = errors.New("dag: condition evaluation stopped")
+
 // compileWhen compiles src once, with member access made nil-safe (see
-// Step.EvalWhen) and the referenced steps collected.
+// Step.EvalWhen), every loop made to stop when the evaluation's context
+// ends (see loopCheck), and the referenced steps collected.
 func compileWhen(src string) (*condition, error) {
 	c := &condition{}
-	prog, err := expr.Compile(src, expr.Env(whenEnv{}), expr.AsBool(), expr.Patch(&nilSafe{cond: c}))
+	prog, err := expr.Compile(src, expr.Env(whenEnv{}), expr.AsBool(), expr.MaxNodes(MaxWhenNodes),
+		expr.Function(stopCheck, checkStop), expr.Patch(&nilSafe{cond: c}), expr.Patch(loopCheck{}))
 	if err != nil {
 		// expr appends a snippet with a caret on more lines; keep the
 		// first line (message and position) so the error stays one line.
@@ -70,6 +95,58 @@ func (v *nilSafe) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.ChainNode{Node: m})
 }
 
+// loopCheck makes every loop of a condition stoppable. expr's VM cannot
+// be interrupted, and the only loops a condition can make are the
+// predicates of all, any, filter, map, reduce and the other builtins that
+// take one (there are no user functions and no recursion). Each predicate
+// body p becomes (__dagflow_check(__dagflow_stop); p): an atomic load per
+// iteration (about the cost of the cheapest body, # > 0), which returns
+// an error, and so ends the run, once EvalWhen's context has ended.
+// Without a predicate, work is linear (or n log n) in the data, which the
+// payload limits bound.
+type loopCheck struct{}
+
+func (loopCheck) Visit(node *ast.Node) {
+	p, ok := (*node).(*ast.PredicateNode)
+	if !ok {
+		return
+	}
+	check := &ast.CallNode{Callee: &ast.IdentifierNode{Value: stopCheck}, Arguments: []ast.Node{&ast.IdentifierNode{Value: stopVar}}}
+	p.Node = &ast.SequenceNode{Nodes: []ast.Node{check, p.Node}}
+}
+
+// checkStop is the stop check: an error once the flag is set.
+func checkStop(args ...any) (any, error) {
+	if len(args) == 1 {
+		if stop, ok := args[0].(*atomic.Bool); ok && stop.Load() {
+			return nil, errStopped
+		}
+	}
+	return nil, nil
+}
+
+// Reads returns the steps whose outputs the step receives, for its
+// condition and its handler (steps.Context.Outputs): its dependencies
+// (Deps), then the other steps its When condition reads
+// (steps.<name>.output), in name order, or every other upstream step when
+// the condition picks steps by a computed key (steps[input.k]).
+func (s *Step) Reads() []string { return slices.Clone(s.reads) }
+
+// condReads is Reads for a step with a condition; up is its upstream.
+func (s *Step) condReads(up map[string]bool) []string {
+	var extra []string
+	for n := range up {
+		if !slices.Contains(s.Deps, n) && (s.cond.dynamic || slices.Contains(s.cond.refs, n)) {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) == 0 {
+		return s.Deps
+	}
+	slices.Sort(extra)
+	return append(slices.Clone(s.Deps), extra...)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -104,13 +181,25 @@ func contains(list []string, s string) bool {
 // condition. They mean the data does not fit the condition, which retrying
 // will not fix: the engine fails the step as it would for a permanent
 // error.
-func (s *Step) EvalWhen(input json.RawMessage, outputs map[string]json.RawMessage) (bool, error) {
+//
+// The evaluation stops when ctx ends, within one iteration of the loop it
+// is in, and returns an error that wraps ErrEvalCondition and ctx's cause
+// (context.Cause): give ctx a deadline to bound the CPU time a condition
+// may take on hostile or unexpectedly large data. No goroutine is left
+// running.
+func (s *Step) EvalWhen(ctx context.Context, input json.RawMessage, outputs map[string]json.RawMessage) (bool, error) {
 	if s.cond == nil {
 		return true, nil
 	}
 	fail := func(format string, args ...any) (bool, error) {
-		return false, &sentinelError{sentinel: ErrEvalCondition, msg: fmt.Sprintf("dag: workflow %q: step %q: when %q: %s: %s",
-			s.workflow, s.Name, s.When, unprefixed(ErrEvalCondition), fmt.Sprintf(format, args...))}
+		return false, &sentinelError{sentinel: ErrEvalCondition, msg: s.failMsg(format, args...)}
+	}
+	stopped := func() (bool, error) {
+		cause := context.Cause(ctx)
+		return false, &stoppedError{msg: s.failMsg("stopped: %v", cause), cause: cause}
+	}
+	if ctx.Err() != nil {
+		return stopped()
 	}
 	in, err := decodeJSON(input)
 	if err != nil {
@@ -127,7 +216,17 @@ func (s *Step) EvalWhen(input json.RawMessage, outputs map[string]json.RawMessag
 		}
 		stepEnv[name] = map[string]any{"output": out}
 	}
-	res, err := expr.Run(s.cond.prog, whenEnv{Input: in, Steps: stepEnv})
+	env := whenEnv{Input: in, Steps: stepEnv, Stop: new(atomic.Bool)}
+	defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
+	if ctx.Err() != nil {
+		return stopped()
+	}
+	res, err := expr.Run(s.cond.prog, env)
+	if env.Stop.Load() || errors.Is(err, errStopped) {
+		// Cut short, or only just done: either way ctx ended, and a
+		// builtin that recovers panics may have hidden the stop.
+		return stopped()
+	}
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		return fail("%s", msg)
@@ -140,6 +239,21 @@ func (s *Step) EvalWhen(input json.RawMessage, outputs map[string]json.RawMessag
 	}
 	return fail("result %v (%T) is not a boolean", res, res)
 }
+
+func (s *Step) failMsg(format string, args ...any) string {
+	return fmt.Sprintf("dag: workflow %q: step %q: when %q: %s: %s",
+		s.workflow, s.Name, s.When, unprefixed(ErrEvalCondition), fmt.Sprintf(format, args...))
+}
+
+// stoppedError is the error of an evaluation its context stopped: it is
+// an ErrEvalCondition and wraps the context's cause.
+type stoppedError struct {
+	msg   string
+	cause error
+}
+
+func (e *stoppedError) Error() string   { return e.msg }
+func (e *stoppedError) Unwrap() []error { return []error{ErrEvalCondition, e.cause} }
 
 func decodeJSON(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {

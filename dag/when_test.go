@@ -1,6 +1,7 @@
 package dag_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func TestEvalWhen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := w.Step("s").EvalWhen(json.RawMessage(tt.input), tt.outputs)
+			got, err := w.Step("s").EvalWhen(context.Background(), json.RawMessage(tt.input), tt.outputs)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("EvalWhen() = %v, %v\nwant error: %s", got, err, tt.wantErr)
@@ -95,7 +96,7 @@ func TestEvalWhenConcurrent(t *testing.T) {
 	errs := make(chan error)
 	for i := range 8 {
 		go func() {
-			got, err := s.EvalWhen(json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), nil)
+			got, err := s.EvalWhen(context.Background(), json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), nil)
 			if err == nil && got != (i > 3) {
 				err = fmt.Errorf("n=%d: EvalWhen = %v, want %v", i, got, i > 3)
 			}

@@ -46,6 +46,7 @@ type Step struct {
 
 	workflow string
 	cond     *condition
+	reads    []string // see Reads
 }
 
 // Name returns the workflow's name.

@@ -258,7 +258,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	}
 	return &persistence.ReleaseClaim{
 		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
-		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), Handles: e.handles,
+		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), Handles: e.handles, MaxRead: e.cfg.MaxStepInput,
 	}, n
 }
 

@@ -118,6 +118,21 @@ type Config struct {
 	// 5s. Negative: no grace, Stop abandons them as soon as its context
 	// ends.
 	StopGrace time.Duration
+	// WhenBudget bounds how long a step's `when` condition may run on one
+	// attempt. The condition runs as part of the attempt, under the
+	// step's timeout and heartbeat; one that runs over its budget fails
+	// the step at once, as a condition error and without retries (the
+	// same data would run over again). Default 500ms
+	// (DefaultWhenBudget).
+	WhenBudget time.Duration
+	// MaxStepInput bounds what one step receives: the run's input and the
+	// outputs of the steps it reads (its dependencies and the steps its
+	// `when` condition names), in bytes. The store measures the outputs
+	// before it loads them; a step over the bound fails at once, with an
+	// error naming the sizes and without retries, instead of running out
+	// of memory. A node holds at most Concurrency times this much step
+	// data. Default 32 MiB (DefaultMaxStepInput).
+	MaxStepInput int64
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -151,6 +166,19 @@ const (
 	// enough for a handler that checks its context between short calls,
 	// short enough for a deploy's kill timeout.
 	DefaultStopGrace = 5 * time.Second
+	// DefaultWhenBudget bounds how long a step's `when` condition may run
+	// (Config.WhenBudget). A condition is a test on a run's data: one pass
+	// over the largest payload the stores accept (1 MiB by default) takes
+	// a few tens of milliseconds; 500ms leaves ten times that for a busy
+	// machine, and caps what a condition that loops over its data inside
+	// a loop can burn at half a CPU-second per run (it is not retried).
+	DefaultWhenBudget = 500 * time.Millisecond
+	// DefaultMaxStepInput bounds what one step receives, in bytes
+	// (Config.MaxStepInput): 32 MiB is the default payload limit of the
+	// stores (1 MiB) times 32, room for the input and a wide fan-in's
+	// outputs, while a node at the default Concurrency (10) holds at most
+	// 320 MiB of step data.
+	DefaultMaxStepInput = 32 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -197,6 +225,12 @@ func (c Config) withDefaults() Config {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
+	if c.WhenBudget == 0 {
+		c.WhenBudget = DefaultWhenBudget
+	}
+	if c.MaxStepInput == 0 {
+		c.MaxStepInput = DefaultMaxStepInput
+	}
 	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
 		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
 	}
@@ -226,6 +260,12 @@ func (c Config) validate() error {
 	if c.MaxClockSkew > 0 && 2*c.MaxClockSkew+c.Heartbeat >= c.Lease {
 		errs = append(errs, fmt.Errorf("engine: Config.MaxClockSkew %v is too large for Lease %v and Heartbeat %v: two nodes %v apart could take over a step whose lease was just extended (want 2*MaxClockSkew + Heartbeat < Lease)",
 			c.MaxClockSkew, c.Lease, c.Heartbeat, 2*c.MaxClockSkew))
+	}
+	if c.MaxStepInput < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.MaxStepInput %d is negative", c.MaxStepInput))
+	}
+	if c.WhenBudget < 0 {
+		errs = append(errs, fmt.Errorf("engine: Config.WhenBudget %v is negative", c.WhenBudget))
 	}
 	if len(c.NodeID) > 128 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID is %d bytes, over 128", len(c.NodeID)))

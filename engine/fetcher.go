@@ -148,6 +148,7 @@ func (e *Engine) claimBatch(batch []*execution) {
 	outs, err := e.store.StepClaimMany(e.runCtx, persistence.StepClaimManyParams{
 		Items: items, Fence: fence, Worker: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
 		Handles: e.handles,
+		MaxRead: e.cfg.MaxStepInput,
 	})
 	if err != nil {
 		// The store could not be asked: the tasks come back soon.

@@ -75,19 +75,20 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
 		}
 	}
+	if err := e.readExtra(ctx, res, sdef, &sc); err != nil {
+		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+	}
+	h := sdef.Handler
 	if sdef.When != "" {
-		run, err := sdef.EvalWhen(sc.Input, sc.Outputs)
-		if err != nil {
-			return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
-		}
-		if !run {
-			return e.stepSkipped(ctx, ex, res, "when is false", log)
-		}
+		h = e.conditional(sdef)
 	}
 
-	out, herr := e.execute(ctx, ex, sdef.Handler, sdef.Timeout, sc)
+	out, herr := e.execute(ctx, ex, h, sdef.Timeout, sc)
 	if ex.released.Load() {
 		return true
+	}
+	if errors.Is(herr, errWhenFalse) {
+		return e.stepSkipped(ctx, ex, res, "when is false", log)
 	}
 	if herr == nil {
 		return e.stepSucceeded(ctx, ex, res, out, log)
@@ -96,6 +97,40 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		return e.stepAborted(ctx, ex, res, herr, log)
 	}
 	return e.stepFailed(ctx, ex, res, sdef, w, herr, log)
+}
+
+// errWhenFalse is what a conditional handler returns, without running
+// the step's handler, when the condition is false: the step is skipped.
+var errWhenFalse = errors.New("engine: when is false")
+
+// conditional wraps a step's handler with its `when` condition, so that
+// the condition runs as part of the attempt: under the step's timeout and
+// heartbeat (the lease stays alive while it runs, and a lost lease or
+// Stop ends it), within Config.WhenBudget. A condition that fails, or
+// runs over its budget, fails the step as a permanent error: the same
+// data would fail again.
+func (e *Engine) conditional(sdef *dag.Step) steps.Handler {
+	budget := e.cfg.WhenBudget
+	return steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		cctx, cancel := context.WithTimeoutCause(ctx, budget, &whenBudgetError{budget: budget})
+		run, err := sdef.EvalWhen(cctx, sc.Input, sc.Outputs)
+		cancel()
+		if err != nil {
+			return nil, steps.Permanent(err)
+		}
+		if !run {
+			return nil, errWhenFalse
+		}
+		return sdef.Handler.Handle(ctx, sc)
+	})
+}
+
+// whenBudgetError is the cause of a condition's context that reached
+// Config.WhenBudget.
+type whenBudgetError struct{ budget time.Duration }
+
+func (e *whenBudgetError) Error() string {
+	return fmt.Sprintf("engine: when condition ran over its time budget of %v (Config.WhenBudget)", e.budget)
 }
 
 // handlerContext is what a claimed attempt's handler (its compensation's,

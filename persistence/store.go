@@ -64,9 +64,10 @@ type Store interface {
 	// StepClaimMany claims several steps (forward attempts) in one
 	// transaction, all under one fence, lease and worker: the group commit
 	// of a worker that dequeued a batch. Each item is claimed or refused
-	// exactly as StepClaim would; the result carries the outputs and
-	// statuses of every step upstream of the claimed one (its
-	// dependencies, theirs, and so on). Outcomes[i] answers p.Items[i].
+	// exactly as StepClaim would; the result carries the statuses of every
+	// step upstream of the claimed one (its dependencies, theirs, and so
+	// on) and the outputs of its dependencies, within p.MaxRead (see
+	// StepClaimResult). Outcomes[i] answers p.Items[i].
 	// The error is for the batch as a whole (the store could not be
 	// asked).
 	StepClaimMany(ctx context.Context, p StepClaimManyParams) ([]StepClaimOutcome, error)
@@ -360,16 +361,32 @@ type StepClaimParams struct {
 	// Handles, when set, refuses (RefusedUnhandled) a step the caller
 	// cannot run, before anything changes.
 	Handles Handles
+	// MaxRead bounds what a forward claim loads: see StepClaimResult.
+	// Zero means no bound.
+	MaxRead int64
 }
 
 // StepClaimResult is what Store.StepClaim returns.
 type StepClaimResult struct {
-	Step    StepRun
-	Run     Run
-	Outputs map[string][]byte // outputs of the steps in WithOutputs (StepClaimMany: upstream) that have one
+	Step StepRun
+	Run  Run
+	// Outputs holds the outputs that the claimed step reads and that
+	// exist: those of the steps in WithOutputs (StepClaim), of its
+	// dependencies (StepClaimMany and the claims of ReleaseClaim).
+	Outputs map[string][]byte
 	// Upstream holds the statuses of every step upstream of the claimed
-	// one (StepClaimMany only).
+	// one (StepClaimMany and ReleaseClaim only).
 	Upstream map[string]StepStatus
+	// OutputBytes is the total size of the outputs a forward claim
+	// reads, and OutputCount their number, loaded or not (zero for a
+	// compensation claim).
+	OutputBytes int64
+	OutputCount int
+	// OverMaxRead reports a forward claim whose run input and outputs
+	// together are larger than the claim's MaxRead: the store measured
+	// the outputs without loading them, so Outputs is nil. The step is
+	// claimed all the same; the caller fails it rather than run it.
+	OverMaxRead bool
 }
 
 // StepHeartbeatParams are the arguments of Store.StepHeartbeat.
@@ -405,7 +422,8 @@ type StepCompleteResult struct {
 	// completion of a compensating run needs the saga's attention).
 	RunStatus RunStatus
 	// Claimed are released steps claimed for the caller (ReleaseClaim),
-	// each with its run and upstream outputs; they are not in Ready.
+	// each with its run and what it reads, as StepClaimMany gives them;
+	// they are not in Ready.
 	Claimed []StepClaimResult
 }
 
@@ -425,6 +443,9 @@ type StepClaimManyParams struct {
 	// Handles, when set, refuses (RefusedUnhandled) the items the caller
 	// cannot run, before anything changes for them.
 	Handles Handles
+	// MaxRead bounds what each claim loads: see StepClaimResult. Zero
+	// means no bound.
+	MaxRead int64
 }
 
 // StepClaimOutcome is one item's answer in StepClaimMany: a result, or
@@ -456,6 +477,9 @@ type ReleaseClaim struct {
 	// Handles, when set, limits the claim to released steps the caller
 	// can run; the others are queued as usual.
 	Handles Handles
+	// MaxRead bounds what each claim loads: see StepClaimResult. Zero
+	// means no bound.
+	MaxRead int64
 }
 
 // StepCompleteOutcome is one item's answer in StepCompleteMany.

@@ -138,7 +138,7 @@ func TestOrderHandlers(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handlers mismatch (-want +got):\n%s", diff)
 	}
-	ok, err := w.Step("points").EvalWhen(json.RawMessage(`{"total":150}`), nil)
+	ok, err := w.Step("points").EvalWhen(context.Background(), json.RawMessage(`{"total":150}`), nil)
 	if err != nil || !ok {
 		t.Errorf("points when = %v, %v; want true", ok, err)
 	}

@@ -29,11 +29,11 @@ func (s *Store) StepClaimMany(ctx context.Context, p persistence.StepClaimManyPa
 	for i, it := range p.Items {
 		items[i] = claimItem{stepKey: stepKey{it.RunID, it.Step}, deps: true}
 	}
-	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles)
+	return s.claimMany(ctx, items, p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles, p.MaxRead)
 }
 
 func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker string, leaseUntil, now time.Time,
-	handles persistence.Handles) ([]persistence.StepClaimOutcome, error) {
+	handles persistence.Handles, maxRead int64) ([]persistence.StepClaimOutcome, error) {
 	if err := validToken("fence", fence, MaxFenceLen); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		for i := range out {
 			out[i] = persistence.StepClaimOutcome{Err: pre[i]}
 		}
-		byKey, runs, err := s.lockForClaim(ctx, q, keys, runIDs)
+		byKey, runs, reads, err := s.lockForClaim(ctx, q, keys, runIDs)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 		if err := s.execLater(ctx, q, append([]stmt{upd}, s.endedStmts(ended)...)...); err != nil {
 			return err
 		}
-		return s.claimReads(ctx, q, items, out, claimed)
+		return s.claimReads(ctx, q, items, out, reads, maxRead)
 	})
 	if err != nil {
 		return nil, wrap("step claim", err)
@@ -90,16 +90,19 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 	return out, nil
 }
 
-// lockForClaim reads the steps to claim, locked, and their runs, in one
+// lockForClaim reads the steps to claim, locked, their runs, and what
+// every step of those runs offers to read (measured, not loaded), in one
 // round trip on MySQL.
-func (s *Store) lockForClaim(ctx context.Context, q querier, keys []stepKey, runIDs []string) (map[stepKey]*stepRow, map[string]persistence.Run, error) {
+func (s *Store) lockForClaim(ctx context.Context, q querier, keys []stepKey, runIDs []string) (map[stepKey]*stepRow, map[string]persistence.Run, map[stepKey]readable, error) {
 	var rows []stepRow
 	var rr []runRow
+	var all []readRow
 	if err := s.selectSets(ctx, q,
 		rowSet{&rows, s.claimSelectSQL(len(keys)), pairArgs(keys)},
 		rowSet{&rr, `SELECT ` + runCols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
+		rowSet{&all, `SELECT ` + readCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) + `)`, anys(runIDs)},
 	); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	byKey := make(map[stepKey]*stepRow, len(rows))
 	for i := range rows {
@@ -110,11 +113,11 @@ func (s *Store) lockForClaim(ctx context.Context, q querier, keys []stepKey, run
 	for _, r := range rr {
 		run, err := r.record()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		runs[run.ID] = run
 	}
-	return byKey, runs, nil
+	return byKey, runs, readables(all), nil
 }
 
 // refuseUnhandled refuses the items whose steps handles rejects (before
@@ -181,37 +184,69 @@ func claimItems(items []claimItem, out []persistence.StepClaimOutcome, byKey map
 	return claimed, ended
 }
 
-// claimReads gives each claimed item what its step may read: the
-// statuses and outputs of every step upstream of it, or the outputs of
-// the named steps.
-func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, out []persistence.StepClaimOutcome, claimed []stepKey) error {
-	claimedRuns := make([]string, 0, len(claimed))
-	for _, k := range claimed {
-		claimedRuns = append(claimedRuns, k.run)
-	}
-	slices.Sort(claimedRuns)
-	claimedRuns = slices.Compact(claimedRuns)
-	var all []struct {
-		RunID  string `db:"run_id"`
-		Step   string `db:"step"`
-		Deps   string `db:"deps"`
-		Status string `db:"status"`
-		Output []byte `db:"output"`
-	}
-	if err := s.selectAll(ctx, q, &all, `SELECT run_id, step, deps, status, output FROM step_runs WHERE run_id IN (`+
-		in(len(claimedRuns))+`)`, anys(claimedRuns)...); err != nil {
-		return err
-	}
-	steps := make(map[stepKey]readable, len(all))
-	for _, r := range all {
-		steps[stepKey{r.RunID, r.Step}] = readable{r.Deps, r.Status, r.Output}
-	}
-	look := func(k stepKey) (readable, bool) { v, ok := steps[k]; return v, ok }
+// claimReads gives each claimed item what its step may read (fillReads),
+// then loads the outputs that fit within maxRead.
+func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, out []persistence.StepClaimOutcome, reads map[stepKey]readable, maxRead int64) error {
+	look := func(k stepKey) (readable, bool) { v, ok := reads[k]; return v, ok }
+	wants := map[stepKey][]int{} // output -> the items that read it
+	var load []stepKey
 	for i, it := range items {
 		if out[i].Err != nil {
 			continue
 		}
-		fillReads(&out[i].Result, it.stepKey, it.deps, it.outputs, look)
+		for _, n := range fillReads(&out[i].Result, it.stepKey, it.deps, it.outputs, maxRead, look) {
+			k := stepKey{it.run, n}
+			if _, ok := wants[k]; !ok {
+				load = append(load, k)
+			}
+			wants[k] = append(wants[k], i)
+		}
+	}
+	return s.loadOutputs(ctx, q, load, func(k stepKey, output []byte) {
+		for _, i := range wants[k] {
+			putOutput(&out[i].Result, k.step, output)
+		}
+	})
+}
+
+// readCols measure what a step offers to read, as readRow.
+const readCols = `run_id, step, deps, status, COALESCE(LENGTH(output), 0) AS size`
+
+// readRow is a row of readCols.
+type readRow struct {
+	RunID  string `db:"run_id"`
+	Step   string `db:"step"`
+	Deps   string `db:"deps"`
+	Status string `db:"status"`
+	Size   int64  `db:"size"`
+}
+
+func readables(rows []readRow) map[stepKey]readable {
+	m := make(map[stepKey]readable, len(rows))
+	for _, r := range rows {
+		m[stepKey{r.RunID, r.Step}] = readable{r.Deps, r.Status, r.Size}
+	}
+	return m
+}
+
+// loadOutputs reads the outputs of keys, by primary key, and gives each
+// one that has an output to put.
+func (s *Store) loadOutputs(ctx context.Context, q querier, keys []stepKey, put func(stepKey, []byte)) error {
+	for len(keys) > 0 {
+		n := min(len(keys), maxBatch)
+		var rows []struct {
+			RunID  string `db:"run_id"`
+			Step   string `db:"step"`
+			Output []byte `db:"output"`
+		}
+		if err := s.selectAll(ctx, q, &rows, `SELECT run_id, step, output FROM step_runs`+s.d.ByPrimaryKey+
+			` WHERE `+s.keyIn(n), pairArgs(keys[:n])...); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			put(stepKey{r.RunID, r.Step}, r.Output)
+		}
+		keys = keys[n:]
 	}
 	return nil
 }
@@ -252,7 +287,7 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 	}
 	if !p.Compensation {
 		outs, err := s.claimMany(ctx, []claimItem{{stepKey: stepKey{p.RunID, p.Step}, outputs: p.WithOutputs}},
-			p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles)
+			p.Fence, p.Worker, p.LeaseUntil, p.Now, p.Handles, p.MaxRead)
 		if err != nil {
 			return persistence.StepClaimResult{}, err
 		}

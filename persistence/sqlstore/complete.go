@@ -60,7 +60,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 			return nil
 		}
 		finished := b.finishRuns(out)
-		if err := b.claimedResults(out); err != nil {
+		if err := s.claimedResults(ctx, q, b, out, rc); err != nil {
 			return err
 		}
 		// The writes, with the COMMIT in one round trip on MySQL.
@@ -107,6 +107,8 @@ func (s *Store) checkCompletions(ps []persistence.StepCompleteParams) ([]error, 
 // completionBatch is a completion transaction's view of its runs: every
 // step row of them, locked, and what the batch changes.
 type completionBatch struct {
+	// byKey holds every step row of the runs; only the rows a completion
+	// may change (running and waiting ones) come with their output.
 	byKey     map[stepKey]*stepRow
 	byRun     map[string][]*stepRow
 	runs      map[string]runRow // with every column when steps may be claimed
@@ -116,6 +118,9 @@ type completionBatch struct {
 	changed   map[stepKey]stepWas
 	lastOfRun map[string]int // the last item of each run
 	claims    []releaseClaimed
+	// sizes measures the outputs of the runs' steps, for the steps
+	// claimed at release (read only when steps may be claimed).
+	sizes map[stepKey]readable
 }
 
 // releaseClaimed is a step claimed at release, for item's answer.
@@ -124,8 +129,15 @@ type releaseClaimed struct {
 	key  stepKey
 }
 
+// lockedStepCols are stepCols with the output of only the rows that a
+// completion may change: the others' outputs (a fan-in's hundreds of
+// them) stay in the database.
+var lockedStepCols = strings.Replace(stepCols, " output,", " CASE WHEN status IN ('"+string(persistence.StepRunning)+"', '"+
+	string(persistence.StepWaiting)+"') THEN output END AS output,", 1)
+
 // lockForCompletion reads the runs, then every step of them, locked in
-// that order, in one round trip on MySQL.
+// that order, in one round trip on MySQL; with wholeRuns, also what each
+// step offers to read (measured, not loaded).
 func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []string, wholeRuns bool) (*completionBatch, error) {
 	var locked []runRow
 	cols := "id, status"
@@ -135,18 +147,23 @@ func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []strin
 	// Sized for runs of four steps (the slice grows for more): stepRow is
 	// large, and a batch reads hundreds.
 	rows := make([]stepRow, 0, 4*len(runIDs))
-	if err := s.selectSets(ctx, q,
-		rowSet{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
+	sets := []rowSet{
+		{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
 			`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},
-		rowSet{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
+		{&rows, `SELECT ` + lockedStepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
 			`) ORDER BY run_id, step` + s.d.ForUpdate, anys(runIDs)},
-	); err != nil {
+	}
+	var reads []readRow
+	if wholeRuns {
+		sets = append(sets, rowSet{&reads, `SELECT ` + readCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) + `)`, anys(runIDs)})
+	}
+	if err := s.selectSets(ctx, q, sets...); err != nil {
 		return nil, err
 	}
 	b := &completionBatch{
 		byKey: make(map[stepKey]*stepRow, len(rows)), byRun: map[string][]*stepRow{},
 		runs: make(map[string]runRow, len(locked)), runStatus: make(map[string]string, len(locked)),
-		changed: map[stepKey]stepWas{}, lastOfRun: map[string]int{},
+		changed: map[stepKey]stepWas{}, lastOfRun: map[string]int{}, sizes: readables(reads),
 	}
 	for _, r := range locked {
 		b.runStatus[r.ID] = r.Status
@@ -277,23 +294,45 @@ func (b *completionBatch) finishRuns(out []persistence.StepCompleteOutcome) []st
 }
 
 // claimedResults gives each item the steps claimed at its release, with
-// their runs and what they may read.
-func (b *completionBatch) claimedResults(out []persistence.StepCompleteOutcome) error {
+// their runs and what they may read (fillReads, within rc.MaxRead). An
+// output this batch wrote is taken from its row; the others are loaded.
+func (s *Store) claimedResults(ctx context.Context, q querier, b *completionBatch, out []persistence.StepCompleteOutcome, rc *persistence.ReleaseClaim) error {
 	look := func(k stepKey) (readable, bool) {
 		r := b.byKey[k]
 		if r == nil {
 			return readable{}, false
 		}
-		return readable{r.Deps, r.Status, r.Output}, true
+		size := b.sizes[k].size
+		if _, ok := b.changed[k]; ok {
+			size = int64(len(r.Output))
+		}
+		return readable{r.Deps, r.Status, size}, true
 	}
+	type want struct{ item, claim int }
+	wants := map[stepKey][]want{}
+	var load []stepKey
 	for _, c := range b.claims {
 		run, err := b.runs[c.key.run].record()
 		if err != nil {
 			return err
 		}
 		res := persistence.StepClaimResult{Step: b.byKey[c.key].record(), Run: run}
-		fillReads(&res, c.key, true, nil, look)
+		for _, n := range fillReads(&res, c.key, true, nil, rc.MaxRead, look) {
+			k := stepKey{c.key.run, n}
+			if _, ok := b.changed[k]; ok {
+				putOutput(&res, n, b.byKey[k].Output)
+				continue
+			}
+			if _, ok := wants[k]; !ok {
+				load = append(load, k)
+			}
+			wants[k] = append(wants[k], want{c.item, len(out[c.item].Result.Claimed)})
+		}
 		out[c.item].Result.Claimed = append(out[c.item].Result.Claimed, res)
 	}
-	return nil
+	return s.loadOutputs(ctx, q, load, func(k stepKey, output []byte) {
+		for _, w := range wants[k] {
+			putOutput(&out[w.item].Result.Claimed[w.claim], k.step, output)
+		}
+	})
 }

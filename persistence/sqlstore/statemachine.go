@@ -187,37 +187,57 @@ func (b *claimBudget) take(workflow, step, queue string) bool {
 }
 
 // readable is what a claimed step may read of another step of its run.
+// Outputs are measured before they are loaded: size is the output's
+// length, 0 when the step has none.
 type readable struct {
 	deps   string // as stored: split only when the walk goes through it
 	status string
-	output []byte
+	size   int64
 }
 
-// fillReads gives a claimed step (k) what it may read: with all, the
-// statuses and outputs of every step upstream of it (its dependencies,
-// theirs, and so on); otherwise the outputs of the named steps. look finds
-// a step of the run.
-func fillReads(res *persistence.StepClaimResult, k stepKey, all bool, names []string, look func(stepKey) (readable, bool)) {
-	withStatus := all
+// fillReads gives a claimed step (k) what it may read, and returns the
+// steps whose outputs are to be loaded for it: with all, the statuses of
+// every step upstream of it (its dependencies, theirs, and so on) and the
+// outputs of its dependencies; otherwise the outputs of the named steps.
+// When the run's input and those outputs together are over maxRead (if
+// positive), none is loaded and the result says so (OverMaxRead). look
+// finds a step of the run.
+func fillReads(res *persistence.StepClaimResult, k stepKey, all bool, names []string, maxRead int64, look func(stepKey) (readable, bool)) []string {
 	if all {
-		names = upstream(k, func(k stepKey) []string { r, _ := look(k); return splitNames(r.deps) })
+		self, _ := look(k)
+		names = splitNames(self.deps)
+		up := upstream(k, func(k stepKey) []string { r, _ := look(k); return splitNames(r.deps) })
+		for _, n := range up {
+			if u, ok := look(stepKey{k.run, n}); ok {
+				if res.Upstream == nil {
+					res.Upstream = make(map[string]persistence.StepStatus, len(up))
+				}
+				res.Upstream[n] = persistence.StepStatus(u.status)
+			}
+		}
 	}
+	var load []string
 	for _, n := range names {
-		u, ok := look(stepKey{k.run, n})
-		if !ok {
-			continue
-		}
-		if withStatus {
-			if res.Upstream == nil {
-				res.Upstream = make(map[string]persistence.StepStatus, len(names))
-			}
-			res.Upstream[n] = persistence.StepStatus(u.status)
-		}
-		if len(u.output) > 0 {
-			if res.Outputs == nil {
-				res.Outputs = make(map[string][]byte, len(names))
-			}
-			res.Outputs[n] = u.output
+		if u, ok := look(stepKey{k.run, n}); ok && u.size > 0 && !slices.Contains(load, n) {
+			load = append(load, n)
+			res.OutputBytes += u.size
 		}
 	}
+	res.OutputCount = len(load)
+	if maxRead > 0 && int64(len(res.Run.Input))+res.OutputBytes > maxRead {
+		res.OverMaxRead = true
+		return nil
+	}
+	return load
+}
+
+// putOutput adds a loaded output to a claim's result.
+func putOutput(res *persistence.StepClaimResult, step string, output []byte) {
+	if len(output) == 0 {
+		return
+	}
+	if res.Outputs == nil {
+		res.Outputs = make(map[string][]byte, res.OutputCount)
+	}
+	res.Outputs[step] = output
 }

@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ConcurrentJoinRelease", s.testConcurrentJoin},
 		{"ConcurrentRunFinish", s.testConcurrentFinish},
 		{"StepClaimMany", s.testClaimMany},
+		{"StepClaimReads", s.testClaimReads},
 		{"StepCompleteMany", s.testCompleteMany},
 		{"StepCompleteManyWritesEachRow", s.testCompleteManyRows},
 		{"ConcurrentCompleteMany", s.testConcurrentCompleteMany},
