@@ -126,8 +126,7 @@ type Config struct {
 	// (DefaultWhenBudget).
 	WhenBudget time.Duration
 	// MaxStepInput bounds what one step receives: the run's input and the
-	// outputs of the steps it reads (its dependencies and the steps its
-	// `when` condition names), in bytes. The store measures the outputs
+	// outputs of its upstream steps, in bytes. The store measures the outputs
 	// before it loads them; a step over the bound fails at once, with an
 	// error naming the sizes and without retries, instead of running out
 	// of memory. A node holds at most Concurrency times this much step

@@ -11,10 +11,11 @@ import (
 )
 
 // What a step receives. The claim brings the outputs of the step's
-// dependencies, measured by the store before it loads them, within
-// Config.MaxStepInput; readExtra adds those of the other steps its `when`
-// condition reads (dag.Step.Reads) and fails the step, without running
-// it, when the whole is over the bound.
+// upstream steps, measured by the store before it loads them, within
+// Config.MaxStepInput; readExtra adds those a claim that names its
+// outputs (WithOutputs) did not bring but the step's `when` reads
+// (dag.Step.Reads), and fails the step, without running it, when the
+// whole is over the bound.
 
 // readExtra completes sc.Outputs with the outputs of the steps that sdef
 // reads besides its dependencies, and checks the step's input against

@@ -9,8 +9,8 @@ import (
 )
 
 // ErrNoOutput is returned by [Context.DecodeOutput] for a step whose output
-// is not in the context (it is neither a dependency nor read by the
-// step's `when`, it was skipped, or it returned no output).
+// is not in the context (it is not upstream, it was skipped, or it
+// returned no output).
 var ErrNoOutput = errors.New("steps: no output")
 
 // Context is what a handler knows about the step it runs. The engine builds
@@ -37,12 +37,11 @@ type Context struct {
 	Compensation bool
 	// Input is the run's input as given to Trigger (JSON; may be empty).
 	Input json.RawMessage
-	// Outputs holds, by step name, the outputs of the step's dependencies
-	// (After, Needs) and of the other steps its `when` condition reads
-	// (steps.<name>.output), when they succeeded with an output: a step
-	// further upstream that is neither is not loaded for it (declare a
-	// dependency on it to read it). For a compensation it holds the
-	// step's own output.
+	// Outputs holds, by step name, the outputs of the step's upstream
+	// steps (its dependencies, theirs, and so on) that succeeded with an
+	// output. The store measures them before it loads them: a step that
+	// would receive more than the engine's MaxStepInput fails instead.
+	// For a compensation it holds the step's own output.
 	Outputs map[string]json.RawMessage
 	// Metadata is free-form run metadata (trigger, schedule, caller tags).
 	Metadata map[string]string
@@ -98,10 +97,9 @@ func (c Context) DecodeInput(v any) error {
 	return nil
 }
 
-// DecodeOutput decodes the output of the given step (a dependency, or a
-// step the `when` condition reads: see Outputs) into v. It returns an
-// error wrapping [ErrNoOutput] when the context holds no output for that
-// step.
+// DecodeOutput decodes the output of the given upstream step into v. It
+// returns an error wrapping [ErrNoOutput] when the context holds no output
+// for that step.
 func (c Context) DecodeOutput(step string, v any) error {
 	raw, ok := c.Outputs[step]
 	if !ok {

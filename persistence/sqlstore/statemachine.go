@@ -196,17 +196,17 @@ type readable struct {
 }
 
 // fillReads gives a claimed step (k) what it may read, and returns the
-// steps whose outputs are to be loaded for it: with all, the statuses of
-// every step upstream of it (its dependencies, theirs, and so on) and the
-// outputs of its dependencies; otherwise the outputs of the named steps.
+// steps whose outputs are to be loaded for it: with all, the statuses and
+// outputs of every step upstream of it (its dependencies, theirs, and so
+// on: the contract of steps.Context.Outputs); otherwise the outputs of the
+// named steps.
 // When the run's input and those outputs together are over maxRead (if
 // positive), none is loaded and the result says so (OverMaxRead). look
 // finds a step of the run.
 func fillReads(res *persistence.StepClaimResult, k stepKey, all bool, names []string, maxRead int64, look func(stepKey) (readable, bool)) []string {
 	if all {
-		self, _ := look(k)
-		names = splitNames(self.deps)
 		up := upstream(k, func(k stepKey) []string { r, _ := look(k); return splitNames(r.deps) })
+		names = up
 		for _, n := range up {
 			if u, ok := look(stepKey{k.run, n}); ok {
 				if res.Upstream == nil {

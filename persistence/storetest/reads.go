@@ -11,8 +11,9 @@ import (
 )
 
 // testClaimReads checks what a claimed step receives: the outputs of its
-// dependencies only, measured, and none when they and the run's input
-// are over the claim's MaxRead (the step is claimed all the same).
+// upstream steps only (not of steps beside it), measured, and none when
+// they and the run's input are over the claim's MaxRead (the step is
+// claimed all the same).
 func (s *suite) testClaimReads(t *testing.T, st persistence.Store) {
 	c := ctx(t)
 	const input = `{"in":1}`
@@ -43,7 +44,7 @@ func (s *suite) testClaimReads(t *testing.T, st persistence.Store) {
 	}
 	const total = int64(len(input)) + 600
 
-	// Within the bound (exactly at it): the dependencies' outputs, not x's.
+	// Within the bound (exactly at it): the upstream outputs, not x's.
 	id := newRun()
 	res := claimMany(id, "j", total)
 	if diff := cmp.Diff(want, res.Outputs); diff != "" {
@@ -52,11 +53,13 @@ func (s *suite) testClaimReads(t *testing.T, st persistence.Store) {
 	if res.OutputBytes != 600 || res.OutputCount != 3 || res.OverMaxRead {
 		t.Errorf("j: OutputBytes %d, OutputCount %d, OverMaxRead %v; want 600, 3, false", res.OutputBytes, res.OutputCount, res.OverMaxRead)
 	}
-	// k reads j only; it sees every upstream status.
+	// k after j reads j's output and those upstream of j, not x's; it
+	// sees every upstream status.
 	complete(t, st, id, "j", "fm-j", out(50), at(3*time.Second))
 	res = claimMany(id, "k", 0)
-	if diff := cmp.Diff(map[string][]byte{"j": []byte(out(50))}, res.Outputs); diff != "" {
-		t.Errorf("k's outputs (-want +got):\n%s", diff)
+	wantK := map[string][]byte{"j": []byte(out(50)), "a": want["a"], "b": want["b"], "c": want["c"]}
+	if diff := cmp.Diff(wantK, res.Outputs); diff != "" || res.OutputBytes != 650 {
+		t.Errorf("k's outputs (-want +got):\n%s; OutputBytes %d, want 650", diff, res.OutputBytes)
 	}
 	if len(res.Upstream) != 4 {
 		t.Errorf("k's upstream statuses = %v, want a, b, c and j", res.Upstream)
