@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -196,6 +198,10 @@ func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, ou
 		}
 		for _, n := range fillReads(&out[i].Result, it.stepKey, it.deps, it.outputs, maxRead, look) {
 			k := stepKey{it.run, n}
+			if r := reads[k]; r.inline != nil {
+				putOutput(&out[i].Result, n, r.inline)
+				continue
+			}
 			if _, ok := wants[k]; !ok {
 				load = append(load, k)
 			}
@@ -209,8 +215,17 @@ func (s *Store) claimReads(ctx context.Context, q querier, items []claimItem, ou
 	})
 }
 
-// readCols measure what a step offers to read, as readRow.
-const readCols = `run_id, step, deps, status, COALESCE(LENGTH(output), 0) AS size`
+// inlineOutput is the largest output the measuring query (readCols)
+// brings along with its size. Outputs are usually small: reading them
+// with the measurement saves the claim a round trip, while the memory a
+// batch reads before it checks MaxRead stays bounded by the number of
+// its rows times this. Larger outputs are loaded afterwards, only when
+// they fit.
+const inlineOutput = 4096
+
+// readCols measure what a step offers to read, as readRow, with the
+// output itself when it is at most inlineOutput bytes.
+var readCols = fmt.Sprintf(`run_id, step, deps, status, COALESCE(LENGTH(output), 0) AS size, CASE WHEN LENGTH(output) <= %d THEN output END AS output`, inlineOutput)
 
 // readRow is a row of readCols.
 type readRow struct {
@@ -219,12 +234,37 @@ type readRow struct {
 	Deps   string `db:"deps"`
 	Status string `db:"status"`
 	Size   int64  `db:"size"`
+	Output []byte `db:"output"`
+}
+
+// readColList are readCols' names.
+var readColList = []string{"run_id", "step", "deps", "status", "size", "output"}
+
+// scanReadRows appends the rows of a readCols query to dest, without
+// reflection (a claim reads every step of its runs).
+func scanReadRows(rows *sql.Rows, dest *[]readRow) error {
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(cols, readColList) {
+		return fmt.Errorf("sqlstore: read rows must have the columns %s, not %s", strings.Join(readColList, ", "), strings.Join(cols, ", "))
+	}
+	for rows.Next() {
+		*dest = append(*dest, readRow{})
+		r := &(*dest)[len(*dest)-1]
+		if err := rows.Scan(&r.RunID, &r.Step, &r.Deps, &r.Status, &r.Size, &r.Output); err != nil {
+			*dest = (*dest)[:len(*dest)-1]
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func readables(rows []readRow) map[stepKey]readable {
 	m := make(map[stepKey]readable, len(rows))
 	for _, r := range rows {
-		m[stepKey{r.RunID, r.Step}] = readable{r.Deps, r.Status, r.Size}
+		m[stepKey{r.RunID, r.Step}] = readable{r.Deps, r.Status, r.Size, r.Output}
 	}
 	return m
 }

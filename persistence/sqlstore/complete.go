@@ -108,7 +108,8 @@ func (s *Store) checkCompletions(ps []persistence.StepCompleteParams) ([]error, 
 // step row of them, locked, and what the batch changes.
 type completionBatch struct {
 	// byKey holds every step row of the runs; only the rows a completion
-	// may change (running and waiting ones) come with their output.
+	// may change (running and waiting ones) come with their output, and,
+	// when steps may be claimed, the small ones (lockedSizedCols).
 	byKey     map[stepKey]*stepRow
 	byRun     map[string][]*stepRow
 	runs      map[string]runRow // with every column when steps may be claimed
@@ -118,9 +119,6 @@ type completionBatch struct {
 	changed   map[stepKey]stepWas
 	lastOfRun map[string]int // the last item of each run
 	claims    []releaseClaimed
-	// sizes measures the outputs of the runs' steps, for the steps
-	// claimed at release (read only when steps may be claimed).
-	sizes map[stepKey]readable
 }
 
 // releaseClaimed is a step claimed at release, for item's answer.
@@ -135,14 +133,22 @@ type releaseClaimed struct {
 var lockedStepCols = strings.Replace(stepCols, " output,", " CASE WHEN status IN ('"+string(persistence.StepRunning)+"', '"+
 	string(persistence.StepWaiting)+"') THEN output END AS output,", 1)
 
+// lockedSizedCols are lockedStepCols for a batch that may claim released
+// steps: small outputs (inlineOutput) come too, and every output's size
+// (output_size), so that what a claimed step reads is measured, and
+// mostly loaded, by the one query that locks the rows.
+var lockedSizedCols = strings.Replace(stepCols, " output,", fmt.Sprintf(" CASE WHEN status IN ('%s', '%s') OR LENGTH(output) <= %d THEN output END AS output,",
+	persistence.StepRunning, persistence.StepWaiting, inlineOutput), 1) + ", COALESCE(LENGTH(output), 0) AS output_size"
+
 // lockForCompletion reads the runs, then every step of them, locked in
-// that order, in one round trip on MySQL; with wholeRuns, also what each
-// step offers to read (measured, not loaded).
+// that order, in one round trip on MySQL; with wholeRuns, also the size
+// of each step's output (and the small ones: lockedSizedCols).
 func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []string, wholeRuns bool) (*completionBatch, error) {
 	var locked []runRow
-	cols := "id, status"
+	cols, stepCols := "id, status", lockedStepCols
 	if wholeRuns {
 		cols = runCols // a claimed step needs its run's input
+		stepCols = lockedSizedCols
 	}
 	// Sized for runs of four steps (the slice grows for more): stepRow is
 	// large, and a batch reads hundreds.
@@ -150,12 +156,8 @@ func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []strin
 	sets := []rowSet{
 		{&locked, `SELECT ` + cols + ` FROM workflow_runs WHERE id IN (` + in(len(runIDs)) +
 			`) ORDER BY id` + s.d.ForUpdate, anys(runIDs)},
-		{&rows, `SELECT ` + lockedStepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
+		{&rows, `SELECT ` + stepCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) +
 			`) ORDER BY run_id, step` + s.d.ForUpdate, anys(runIDs)},
-	}
-	var reads []readRow
-	if wholeRuns {
-		sets = append(sets, rowSet{&reads, `SELECT ` + readCols + ` FROM step_runs WHERE run_id IN (` + in(len(runIDs)) + `)`, anys(runIDs)})
 	}
 	if err := s.selectSets(ctx, q, sets...); err != nil {
 		return nil, err
@@ -163,7 +165,7 @@ func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []strin
 	b := &completionBatch{
 		byKey: make(map[stepKey]*stepRow, len(rows)), byRun: map[string][]*stepRow{},
 		runs: make(map[string]runRow, len(locked)), runStatus: make(map[string]string, len(locked)),
-		changed: map[stepKey]stepWas{}, lastOfRun: map[string]int{}, sizes: readables(reads),
+		changed: map[stepKey]stepWas{}, lastOfRun: map[string]int{},
 	}
 	for _, r := range locked {
 		b.runStatus[r.ID] = r.Status
@@ -302,11 +304,11 @@ func (s *Store) claimedResults(ctx context.Context, q querier, b *completionBatc
 		if r == nil {
 			return readable{}, false
 		}
-		size := b.sizes[k].size
+		size := r.OutputSize
 		if _, ok := b.changed[k]; ok {
 			size = int64(len(r.Output))
 		}
-		return readable{r.Deps, r.Status, size}, true
+		return readable{deps: r.Deps, status: r.Status, size: size}, true
 	}
 	type want struct{ item, claim int }
 	wants := map[stepKey][]want{}
@@ -319,8 +321,10 @@ func (s *Store) claimedResults(ctx context.Context, q querier, b *completionBatc
 		res := persistence.StepClaimResult{Step: b.byKey[c.key].record(), Run: run}
 		for _, n := range fillReads(&res, c.key, true, nil, rc.MaxRead, look) {
 			k := stepKey{c.key.run, n}
-			if _, ok := b.changed[k]; ok {
-				putOutput(&res, n, b.byKey[k].Output)
+			if r := b.byKey[k]; r.Output != nil {
+				// Written by this batch, or small enough to come with
+				// the lock.
+				putOutput(&res, n, r.Output)
 				continue
 			}
 			if _, ok := wants[k]; !ok {

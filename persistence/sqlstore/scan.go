@@ -175,18 +175,26 @@ type stepRow struct {
 	// migration 00005 (MySQL) / 00004 (SQLite), whose attempt row exists.
 	Worker    string   `db:"worker"`
 	ClaimedAt nullTime `db:"claimed_at"`
+	// OutputSize is the stored output's length, read by the queries that
+	// select output_size after stepCols (and may leave Output unloaded).
+	OutputSize int64 `db:"output_size"`
 }
 
 var stepColList = strings.Split(stepCols, ", ")
 
+// stepColListSized is stepColList and output_size.
+var stepColListSized = append(slices.Clone(stepColList), "output_size")
+
 // scanStepRows appends the rows, which must have the columns of stepCols
-// in order (every step query selects them), to dest.
+// in order (every step query selects them), and optionally output_size
+// after them, to dest.
 func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 	cols, err := rows.Columns()
 	if err != nil {
 		return err
 	}
-	if !slices.Equal(cols, stepColList) {
+	sized := slices.Equal(cols, stepColListSized)
+	if !sized && !slices.Equal(cols, stepColList) {
 		return fmt.Errorf("sqlstore: step rows must have the columns %s, not %s", stepCols, strings.Join(cols, ", "))
 	}
 	for rows.Next() {
@@ -194,9 +202,13 @@ func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 		// appended would be allocated twice.
 		*dest = append(*dest, stepRow{})
 		r := &(*dest)[len(*dest)-1]
-		if err := rows.Scan(&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
+		fields := []any{&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
 			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
-			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt); err != nil {
+			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt, &r.OutputSize}
+		if !sized {
+			fields = fields[:len(fields)-1]
+		}
+		if err := rows.Scan(fields...); err != nil {
 			*dest = (*dest)[:len(*dest)-1]
 			return err
 		}

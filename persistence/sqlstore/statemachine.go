@@ -193,6 +193,7 @@ type readable struct {
 	deps   string // as stored: split only when the walk goes through it
 	status string
 	size   int64
+	inline []byte // the output, when the measuring query brought it (small)
 }
 
 // fillReads gives a claimed step (k) what it may read, and returns the

@@ -315,6 +315,10 @@ func scanInto(rows *sql.Rows, dest any) error {
 		// straight into the fields, without sqlx's reflection.
 		return scanStepRows(rows, d)
 	}
+	if d, ok := dest.(*[]readRow); ok {
+		// A claim measures every step of its runs: the same.
+		return scanReadRows(rows, d)
+	}
 	if d, ok := dest.(*[]runRow); ok {
 		// Whole run rows, as a claim reads them: the same, unless a query
 		// selects other columns.
