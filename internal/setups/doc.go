@@ -14,6 +14,10 @@
 //   - a MySQL user with only SELECT, INSERT, UPDATE and DELETE, after root
 //     applied the migrations.
 //
+// TestCLI runs the same setups with the built dagflow binary, configured
+// only by flags and files (--redis-url-file, --mysql-dsn-file,
+// --mysql-tls-*), after dagflow migrate by a privileged user.
+//
 // The package holds tests only. The servers need the redis-server,
 // redis-cli, mariadb-install-db and mariadbd binaries; without them the
 // tests skip (fail under CI=true).
