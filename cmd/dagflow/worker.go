@@ -19,10 +19,13 @@ import (
 )
 
 // stopGrace is how long the worker waits, after --shutdown-timeout, for
-// the engine to end handlers that ignore their cancelled context. Their
-// leases were released when the timeout passed, so other workers take
-// their steps; then the worker exits without them, with status 1.
-const stopGrace = 5 * time.Second
+// engine.Stop to return. Stop itself gives handlers that ignore their
+// cancelled context engine.DefaultStopGrace and then returns without
+// them (their leases were released when the timeout passed, so other
+// workers take their steps); this is the backstop past that, for the
+// engine's own last store writes. Either way the worker then exits with
+// status 1.
+const stopGrace = engine.DefaultStopGrace + 5*time.Second
 
 type workerFlags struct {
 	b           backendFlags
