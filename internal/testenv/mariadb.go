@@ -21,6 +21,10 @@ type MariaDBOptions struct {
 	// (clients may still connect in clear unless their user requires SSL:
 	// see CreateUser).
 	TLS *CA
+	// RequireSecureTransport makes the server refuse every connection
+	// that is not TLS (require_secure_transport); it needs TLS. The
+	// server's root connection then uses TLS too.
+	RequireSecureTransport bool
 }
 
 // MariaDB is a private mariadbd owned by one test (or by a parent test
@@ -80,11 +84,23 @@ func StartMariaDB(t testing.TB, opts MariaDBOptions) *MariaDB {
 	if opts.TLS != nil {
 		args = append(args, "--ssl-ca="+opts.TLS.CertFile, "--ssl-cert="+opts.TLS.ServerCertFile, "--ssl-key="+opts.TLS.ServerKeyFile)
 	}
-	m.proc = StartProcess(t, "mariadbd", args...)
-	root, err := sql.Open("mysql", m.DSN("root", "", ""))
+	rootCfg, err := mysql.ParseDSN(m.DSN("root", "", ""))
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	if opts.RequireSecureTransport {
+		if opts.TLS == nil {
+			t.Fatal("testenv: MariaDBOptions.RequireSecureTransport needs TLS")
+		}
+		args = append(args, "--require-secure-transport=ON")
+		rootCfg.TLS = opts.TLS.ClientTLS()
+	}
+	m.proc = StartProcess(t, "mariadbd", args...)
+	connector, err := mysql.NewConnector(rootCfg)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	root := sql.OpenDB(connector)
 	m.root = root
 	t.Cleanup(func() { root.Close() })
 	waitFor(t, 30*time.Second, "mariadbd on "+m.Addr+" answers", func() (bool, string) {

@@ -55,26 +55,12 @@ func StartSentinelWith(t testing.TB, opts RedisOptions) *RedisSentinel {
 	replica := StartRedisWith(t, ro)
 	s := &RedisSentinel{MasterName: SentinelMaster, Servers: []*RedisServer{master, replica}}
 	for range 3 {
-		port := FreePort(t)
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf") // Sentinel rewrites it
-		text := strings.Join([]string{
-			"port " + strconv.Itoa(port),
-			"bind 127.0.0.1",
-			"dir " + strconv.Quote(dir),
-			"daemonize no",
-			"loglevel warning",
+		addr, p := startSentinel(t, "",
 			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", SentinelMaster, master.Port),
-			"sentinel down-after-milliseconds " + SentinelMaster + " 1000",
-			"sentinel failover-timeout " + SentinelMaster + " 3000",
-			"sentinel parallel-syncs " + SentinelMaster + " 1",
-		}, "\n") + "\n"
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatalf("testenv: write %s: %v", conf, err)
-		}
-		p := StartProcess(t, "redis-server", conf, "--sentinel")
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		waitRedis(t, &redis.Options{Addr: addr}, p)
+			"sentinel down-after-milliseconds "+SentinelMaster+" 1000",
+			"sentinel failover-timeout "+SentinelMaster+" 3000",
+			"sentinel parallel-syncs "+SentinelMaster+" 1",
+		)
 		s.sentinels = append(s.sentinels, p)
 		s.SentinelAddrs = append(s.SentinelAddrs, addr)
 	}
@@ -232,4 +218,63 @@ func (s *RedisSentinel) FailoverOptions() *redis.FailoverOptions {
 func (s *RedisSentinel) URL() string {
 	q := url.Values{"master_name": {s.MasterName}, "addr": s.SentinelAddrs[1:]}
 	return (&url.URL{Scheme: "redis", Host: s.SentinelAddrs[0], RawQuery: q.Encode()}).String()
+}
+
+// SentinelOptions configure StartSentinelOf.
+type SentinelOptions struct {
+	// MasterName is the name the Sentinel knows the master by. Default
+	// SentinelMaster.
+	MasterName string
+	// Password is the Sentinel's own password (requirepass), which its
+	// clients must give; the master's Password is the Sentinel's
+	// auth-pass.
+	Password string
+}
+
+// StartSentinelOf starts one Sentinel monitoring master (quorum 1), as
+// the only Sentinel of a setup without failover, waits until it answers
+// and returns its address. It stops when the test ends or the test
+// process dies.
+func StartSentinelOf(t testing.TB, master *RedisServer, opts SentinelOptions) string {
+	t.Helper()
+	if master.Opts.TLS != nil {
+		t.Fatal("testenv: StartSentinelOf: a TLS master is not supported")
+	}
+	if opts.MasterName == "" {
+		opts.MasterName = SentinelMaster
+	}
+	lines := []string{fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", opts.MasterName, master.Port)}
+	if opts.Password != "" {
+		lines = append(lines, "requirepass "+strconv.Quote(opts.Password))
+	}
+	if master.Opts.Password != "" {
+		lines = append(lines, "sentinel auth-pass "+opts.MasterName+" "+strconv.Quote(master.Opts.Password))
+	}
+	addr, _ := startSentinel(t, opts.Password, lines...)
+	return addr
+}
+
+// startSentinel starts a Sentinel on a free loopback port with the
+// sentinel.conf lines given after the common ones, waits until it
+// answers (to a client with password) and returns its address. It stops
+// when the test ends or the test process dies.
+func startSentinel(t testing.TB, password string, lines ...string) (string, *Process) {
+	t.Helper()
+	port := FreePort(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf") // Sentinel rewrites it
+	text := strings.Join(append([]string{
+		"port " + strconv.Itoa(port),
+		"bind 127.0.0.1",
+		"dir " + strconv.Quote(dir),
+		"daemonize no",
+		"loglevel warning",
+	}, lines...), "\n") + "\n"
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatalf("testenv: write %s: %v", conf, err)
+	}
+	p := StartProcess(t, "redis-server", conf, "--sentinel")
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	waitRedis(t, &redis.Options{Addr: addr, Password: password}, p)
+	return addr, p
 }
