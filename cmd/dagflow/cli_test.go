@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,13 +235,9 @@ func TestWorkerOverTLSRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and redis-server")
 	}
-	dir := t.TempDir()
-	ca, caCert, caKey := newCA(t, dir, "ca")
-	cert, key := issueServerCert(t, dir, caCert, caKey)
-	port := testenv.FreePort(t)
-	addr := startPrivateRedis(t, port, "--port", "0", "--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "optional")
-	u := "rediss://" + addr + "/0?ca=" + ca
+	ca := testenv.NewCA(t)
+	addr := testenv.StartRedisWith(t, testenv.RedisOptions{TLS: ca, TLSAuthClients: "optional"}).Addr
+	u := "rediss://" + addr + "/0?ca=" + ca.CertFile
 	c, err := redisconn.Parse(u)
 	if err != nil {
 		t.Fatal(err)
@@ -375,32 +370,6 @@ func hostileRun(t *testing.T, ctx context.Context, st persistence.Store, rdb red
 	return id
 }
 
-// startPrivateRedis starts a redis-server with args on the loopback
-// port, killed with the test (and with the test binary), and returns its
-// address. Later args win: "--port 0 --tls-port N" makes it TLS only.
-func startPrivateRedis(t *testing.T, port int, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		testenv.Unavailable(t, "redis-server binary", err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--loglevel", "warning"}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, "redis-server on %s did not listen", addr)
-	return addr
-}
-
 // TestWorkerChecksRedisCredentials: against a Redis with requirepass, a
 // worker with a wrong password exits non-zero at once with an
 // authentication error naming the server and the user, not the password;
@@ -410,7 +379,7 @@ func TestWorkerChecksRedisCredentials(t *testing.T) {
 		t.Skip("needs MariaDB and redis-server")
 	}
 	const pass = "Right-Pa55word-9"
-	addr := startPrivateRedis(t, testenv.FreePort(t), "--requirepass", pass)
+	addr := testenv.StartRedisWith(t, testenv.RedisOptions{Password: pass}).Addr
 	dsn := testenv.MySQLDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

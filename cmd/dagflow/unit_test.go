@@ -219,7 +219,7 @@ func TestMySQLTLSFlags(t *testing.T) {
 	}
 	dsn := testenv.MySQLDatabase(t)
 	dir := t.TempDir()
-	ca, _, _ := newCA(t, dir, "ca")
+	ca := testenv.NewCA(t).CertFile
 	ctx := context.Background()
 	code, out, errb := runCLI(t, ctx, "runs", "--mysql-dsn", dsn, "--mysql-tls-ca", ca)
 	if code != 1 || !strings.Contains(errb, "TLS") {
