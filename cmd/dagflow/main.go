@@ -82,8 +82,10 @@ func watchSignals(sigs <-chan os.Signal, cancel context.CancelFunc, stderr io.Wr
 	if !ok {
 		return
 	}
-	cancel()
+	// Said before the stop begins: a quick stop may end the process
+	// before this goroutine runs again.
 	fmt.Fprintf(stderr, "dagflow: %v: stopping; a second signal exits at once\n", s)
+	cancel()
 	if s, ok = <-sigs; !ok {
 		return
 	}
