@@ -66,8 +66,7 @@ type Store interface {
 	// of a worker that dequeued a batch. Each item is claimed or refused
 	// exactly as StepClaim would; the result carries the statuses of every
 	// step upstream of the claimed one (its dependencies, theirs, and so
-	// on) and the outputs of its dependencies, within p.MaxRead (see
-	// StepClaimResult). Outcomes[i] answers p.Items[i].
+	// on) and their outputs, within p.MaxRead (see StepClaimResult). Outcomes[i] answers p.Items[i].
 	// The error is for the batch as a whole (the store could not be
 	// asked).
 	StepClaimMany(ctx context.Context, p StepClaimManyParams) ([]StepClaimOutcome, error)
@@ -371,8 +370,8 @@ type StepClaimResult struct {
 	Step StepRun
 	Run  Run
 	// Outputs holds the outputs that the claimed step reads and that
-	// exist: those of the steps in WithOutputs (StepClaim), of its
-	// dependencies (StepClaimMany and the claims of ReleaseClaim).
+	// exist: those of the steps in WithOutputs (StepClaim), of every step
+	// upstream of it (StepClaimMany and the claims of ReleaseClaim).
 	Outputs map[string][]byte
 	// Upstream holds the statuses of every step upstream of the claimed
 	// one (StepClaimMany and ReleaseClaim only).
