@@ -1,55 +1,23 @@
 package engine
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 
-	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/steps"
 )
 
-// What a step receives. The claim brings the outputs of the step's
-// upstream steps, measured by the store before it loads them, within
-// Config.MaxStepInput; readExtra adds those a claim that names its
-// outputs (WithOutputs) did not bring but the step's `when` reads
-// (dag.Step.Reads), and fails the step, without running it, when the
-// whole is over the bound.
+// What a step receives: the claim brings the outputs of every step
+// upstream of it (those a `when` reads among them), measured by the store
+// before it loads them; checkStepInput holds the whole to
+// Config.MaxStepInput.
 
-// readExtra completes sc.Outputs with the outputs of the steps that sdef
-// reads besides its dependencies, and checks the step's input against
-// Config.MaxStepInput. Its error is permanent (the same data would be
-// over again), or the store's, which is retried.
-func (e *Engine) readExtra(ctx context.Context, res persistence.StepClaimResult, sdef *dag.Step, sc *steps.Context) error {
-	input, count := int64(len(res.Run.Input))+res.OutputBytes, res.OutputCount
-	if res.OverMaxRead || input > e.cfg.MaxStepInput {
-		return e.overMaxStepInput(sc.Step, len(res.Run.Input), res.OutputBytes, count)
-	}
-	reads := sdef.Reads()
-	for _, name := range reads[len(sdef.Deps):] {
-		if res.Upstream[name] != persistence.StepSucceeded {
-			continue
-		}
-		if _, ok := sc.Outputs[name]; ok {
-			continue
-		}
-		st, err := e.store.StepGet(ctx, res.Step.RunID, name)
-		if err != nil {
-			return fmt.Errorf("engine: step %q: read the output of step %q: %w", sc.Step, name, err)
-		}
-		if len(st.Output) == 0 {
-			continue
-		}
-		input += int64(len(st.Output))
-		count++
-		if input > e.cfg.MaxStepInput {
-			return e.overMaxStepInput(sc.Step, len(res.Run.Input), input-int64(len(res.Run.Input)), count)
-		}
-		if sc.Outputs == nil {
-			sc.Outputs = make(map[string]json.RawMessage)
-		}
-		sc.Outputs[name] = json.RawMessage(st.Output)
+// checkStepInput fails a claimed step, without running it, when its run's
+// input and upstream outputs are over Config.MaxStepInput. The error is
+// permanent: the same data would be over again.
+func (e *Engine) checkStepInput(res persistence.StepClaimResult, step string) error {
+	if res.OverMaxRead || int64(len(res.Run.Input))+res.OutputBytes > e.cfg.MaxStepInput {
+		return e.overMaxStepInput(step, len(res.Run.Input), res.OutputBytes, res.OutputCount)
 	}
 	return nil
 }

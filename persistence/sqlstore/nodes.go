@@ -3,11 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/dagflow/dagflow/internal/jsoncheck"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -50,8 +50,10 @@ func validNode(n persistence.Node) error {
 	if len(n.Info) > MaxNodeInfo {
 		return &persistence.LimitError{Field: fmt.Sprintf("node %q info", n.ID), Size: len(n.Info), Limit: MaxNodeInfo}
 	}
-	if len(n.Info) > 0 && !json.Valid(n.Info) {
-		return invalid(fmt.Sprintf("node %q info", n.ID), string(n.Info), "not valid JSON")
+	if len(n.Info) > 0 {
+		if err := jsoncheck.Check(n.Info); err != nil {
+			return invalid(fmt.Sprintf("node %q info", n.ID), string(n.Info), err.Error())
+		}
 	}
 	return nil
 }
