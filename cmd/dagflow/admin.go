@@ -51,7 +51,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 	var workflow, status, cursor string
 	var limit int
 	list := func(cmd *cobra.Command, _ []string) error {
-		e, closeAll, err := b.inspector(cmd.Context())
+		e, closeAll, err := b.inspector(cmd.Context(), false)
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 		Short: "a run with its steps and attempt history",
 		Args:  exactArgs("RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, closeAll, err := sb.inspector(cmd.Context())
+			e, closeAll, err := sb.inspector(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ func newDLQCmd(sec *secrets) *cobra.Command {
 	var workflow string
 	var limit int
 	list := func(cmd *cobra.Command, _ []string) error {
-		e, closeAll, err := b.inspector(cmd.Context())
+		e, closeAll, err := b.inspector(cmd.Context(), false)
 		if err != nil {
 			return err
 		}
@@ -215,21 +215,11 @@ func listDead(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow 
 }
 
 func retryOrDiscard(ctx context.Context, b *backendFlags, what, run, step string, stdout io.Writer) error {
-	rdb, err := b.openRedis(ctx)
+	e, closeAll, err := b.inspector(ctx, true)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	st, err := b.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	e, err := engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1, Codec: b.codec})
-	if err != nil {
-		return err
-	}
-	defer e.Stop(context.Background())
+	defer closeAll()
 	if what == "retry" {
 		if err := e.RetryDead(ctx, run, step); err != nil {
 			return err

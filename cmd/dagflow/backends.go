@@ -248,16 +248,23 @@ func (b *backendFlags) openRedis(ctx context.Context) (redis.UniversalClient, er
 	return redisconn.Open(ctx, b.redis)
 }
 
-// inspector opens the store and an engine that only reads it: never
-// started, it runs nothing and connects to Redis only when an operation
-// needs it. Through it the commands see payloads decoded by the codec
-// and why steps wait. The caller closes what close closes.
-func (b *backendFlags) inspector(ctx context.Context) (e *engine.Engine, close func(), err error) {
+// inspector opens the store and an engine that is never started: it runs
+// nothing and, unless dial, connects to Redis only when an operation
+// needs it (with dial, the Redis and its credentials are checked first,
+// for commands that write to it). Through it the commands see payloads
+// decoded by the codec and why steps wait. The caller closes what close
+// closes.
+func (b *backendFlags) inspector(ctx context.Context, dial bool) (e *engine.Engine, close func(), err error) {
 	st, err := b.openStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	rdb, err := b.redis.Client()
+	var rdb redis.UniversalClient
+	if dial {
+		rdb, err = b.openRedis(ctx)
+	} else {
+		rdb, err = b.redis.Client()
+	}
 	if err != nil {
 		st.Close()
 		return nil, nil, err

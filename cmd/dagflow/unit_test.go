@@ -268,3 +268,49 @@ func TestNodevLinksNoEmbeddedBackends(t *testing.T) {
 		t.Errorf("the default build lacks miniredis or SQLite:\n%s", all)
 	}
 }
+
+// TestSettingsConflicts: a setting given twice in one place, or a keyring
+// that cannot be read, is refused before anything is opened, with an
+// error that names the settings and never the password.
+func TestSettingsConflicts(t *testing.T) {
+	dir := t.TempDir()
+	dsnFile := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(dsnFile, []byte(refusingDSN), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badKeys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(badKeys, []byte("k1=not-base64!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want []string
+	}{
+		{"dsn and its file", nil, []string{"runs", "--mysql-dsn", refusingDSN, "--mysql-dsn-file", dsnFile}, 2, []string{"--mysql-dsn", "--mysql-dsn-file", "not both"}},
+		{"dsn variables", map[string]string{"DAGFLOW_MYSQL_DSN": refusingDSN, "DAGFLOW_MYSQL_DSN_FILE": dsnFile}, []string{"runs"}, 1, []string{"DAGFLOW_MYSQL_DSN", "DAGFLOW_MYSQL_DSN_FILE", "unset one"}},
+		{"redis url and addr", nil, []string{"dlq", "retry", "r", "s", "--redis-url", "redis://:" + secretPassword + "@127.0.0.1:1", "--redis-addr", "127.0.0.1:1"}, 2, []string{"--redis-url", "--redis-addr", "give one"}},
+		{"unreadable keyring", nil, []string{"runs", "--codec-keyring-file", filepath.Join(dir, "missing")}, 1, []string{"--codec-keyring-file", "missing"}},
+		{"bad keyring", nil, []string{"runs", "--codec-keyring-file", badKeys}, 1, []string{"--codec-keyring-file", "k1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, out, errb := runCLI(t, context.Background(), tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %q", code, tc.code, errb)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb, w) {
+					t.Errorf("stderr %q does not name %q", errb, w)
+				}
+			}
+			if strings.Contains(out+errb, secretPassword) {
+				t.Errorf("the password was printed: %q %q", out, errb)
+			}
+		})
+	}
+}
