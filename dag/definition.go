@@ -1,0 +1,273 @@
+package dag
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dagflow/dagflow/steps"
+)
+
+// Definition is a workflow's plan without its code: what any node needs
+// to list the workflow, draw its graph, start runs of it and follow a run
+// on the plan it started with, whether or not the node has the handlers.
+// The engine stores it when a node registers the workflow; its JSON form
+// is the stored and served one.
+type Definition struct {
+	// Name is the workflow's name.
+	Name string `json:"name"`
+	// Declared is the version the workflow declares ([Version]).
+	Declared int `json:"declared_version"`
+	// Steps are the steps in declaration order.
+	Steps []StepDefinition `json:"steps"`
+}
+
+// StepDefinition is one step of a [Definition], every default resolved.
+type StepDefinition struct {
+	Name string `json:"name"`
+	// Deps lists every dependency in declaration order; Needs is the
+	// subset given with [Needs] (the others were given with [After]).
+	Deps  []string `json:"deps,omitempty"`
+	Needs []string `json:"needs,omitempty"`
+	// When is the condition's source, empty when the step always runs.
+	When  string          `json:"when,omitempty"`
+	Queue string          `json:"queue"`
+	Retry RetryDefinition `json:"retry"`
+	// Timeout bounds each attempt, as a Go duration ("5m0s").
+	Timeout string `json:"timeout"`
+	// Compensation says the step has a compensation handler.
+	Compensation bool `json:"compensation"`
+}
+
+// RetryDefinition is a resolved [RetryPolicy] with its durations written
+// as Go durations ("1s").
+type RetryDefinition struct {
+	MaxAttempts    int     `json:"max_attempts"`
+	InitialBackoff string  `json:"initial_backoff"`
+	MaxBackoff     string  `json:"max_backoff"`
+	Multiplier     float64 `json:"multiplier"`
+	Jitter         float64 `json:"jitter"`
+}
+
+// Definition returns the workflow's plan without its code.
+func (w *Workflow) Definition() Definition {
+	d := Definition{Name: w.name, Declared: w.version, Steps: make([]StepDefinition, len(w.steps))}
+	for i, s := range w.steps {
+		d.Steps[i] = StepDefinition{
+			Name:  s.Name,
+			Deps:  slices.Clone(s.Deps),
+			Needs: slices.Clone(s.Needs),
+			When:  s.When,
+			Queue: s.Queue,
+			Retry: RetryDefinition{
+				MaxAttempts:    s.Retry.MaxAttempts,
+				InitialBackoff: s.Retry.InitialBackoff.String(),
+				MaxBackoff:     s.Retry.MaxBackoff.String(),
+				Multiplier:     s.Retry.Multiplier,
+				Jitter:         s.Retry.Jitter,
+			},
+			Timeout:      s.Timeout.String(),
+			Compensation: s.Compensation != nil,
+		}
+	}
+	return d
+}
+
+// Hash identifies the plan: 16 hexadecimal digits of the SHA-256 of its
+// JSON form. Two definitions with the same steps, dependencies,
+// conditions, queues, policies and compensations have the same hash, on
+// every node and in every process; any change to one of them changes it.
+func (d Definition) Hash() string {
+	b, err := json.Marshal(d)
+	if err != nil {
+		// A Definition holds strings, numbers and slices of them only;
+		// Marshal fails only on a NaN or infinite float, which a built
+		// workflow's policy never has.
+		panic(fmt.Sprintf("dag: definition of %q: %v", d.Name, err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ParseDefinition decodes a definition's JSON form and checks it by
+// building it ([FromDefinition] without handlers).
+func ParseDefinition(b []byte) (Definition, error) {
+	var d Definition
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Definition{}, fmt.Errorf("dag: definition: %w", err)
+	}
+	if _, err := FromDefinition(d, nil); err != nil {
+		return Definition{}, err
+	}
+	return d, nil
+}
+
+// missingHandler stands in, during Build, for a handler the node does
+// not have; FromDefinition clears it afterwards.
+type missingHandler struct{}
+
+func (missingHandler) Handle(context.Context, steps.Context) (json.RawMessage, error) {
+	return nil, errors.New("dag: step has no handler on this node")
+}
+
+var noHandler steps.Handler = missingHandler{}
+
+// FromDefinition builds the workflow that d describes, for the plan it
+// carries (dependencies, conditions, queues, policies): the steps take
+// their handlers and compensations from handlers, the same workflow as
+// registered on this node (nil: none), by step name. A step handlers does
+// not have (or whose compensation it lacks) gets a nil Handler (or
+// Compensation): the node can follow a run on this plan, but not run that
+// step. The definition is validated as [Builder.Build] validates a
+// declaration, and its name must be handlers' name.
+func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
+	if handlers != nil && handlers.name != d.Name {
+		return nil, fmt.Errorf("dag: definition of %q built with the handlers of %q", d.Name, handlers.name)
+	}
+	b := New(d.Name, Version(d.Declared))
+	for _, s := range d.Steps {
+		opts, err := s.options(d.Name)
+		if err != nil {
+			return nil, err
+		}
+		var h, comp steps.Handler = noHandler, nil
+		if handlers != nil {
+			if hs := handlers.Step(s.Name); hs != nil {
+				h, comp = hs.Handler, hs.Compensation
+			}
+		}
+		if s.Compensation {
+			if comp == nil {
+				comp = noHandler
+			}
+			opts = append(opts, Compensate(comp))
+		}
+		b.Step(s.Name, h, opts...)
+	}
+	w, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range w.steps {
+		if isNoHandler(s.Handler) {
+			s.Handler = nil
+		}
+		if isNoHandler(s.Compensation) {
+			s.Compensation = nil
+		}
+	}
+	return w, nil
+}
+
+func isNoHandler(h steps.Handler) bool {
+	_, ok := h.(missingHandler)
+	return ok
+}
+
+// options turns the step's resolved settings back into builder options.
+func (s StepDefinition) options(workflow string) ([]StepOption, error) {
+	dur := func(field, v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, &DefinitionError{Workflow: workflow, Step: s.Name, Err: ErrInvalidOption,
+				Reason: fmt.Sprintf("step %q: %s %q is not a duration", s.Name, field, v)}
+		}
+		return d, nil
+	}
+	initial, err := dur("retry.initial_backoff", s.Retry.InitialBackoff)
+	if err != nil {
+		return nil, err
+	}
+	maxBackoff, err := dur("retry.max_backoff", s.Retry.MaxBackoff)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := dur("timeout", s.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	jitter := s.Retry.Jitter
+	if jitter == 0 {
+		jitter = NoJitter // a resolved 0 is "none", not "inherit"
+	}
+	needs := make(map[string]bool, len(s.Needs))
+	for _, n := range s.Needs {
+		needs[n] = true
+	}
+	opts := []StepOption{
+		Retry(RetryPolicy{MaxAttempts: s.Retry.MaxAttempts, InitialBackoff: initial, MaxBackoff: maxBackoff,
+			Multiplier: s.Retry.Multiplier, Jitter: jitter}),
+		Timeout(timeout),
+		Queue(s.Queue),
+	}
+	for _, dep := range s.Deps {
+		if needs[dep] {
+			opts = append(opts, Needs(dep))
+		} else {
+			opts = append(opts, After(dep))
+		}
+	}
+	for _, n := range s.Needs {
+		if !slices.Contains(s.Deps, n) {
+			opts = append(opts, Needs(n))
+		}
+	}
+	if s.When != "" {
+		opts = append(opts, When(s.When))
+	}
+	return opts, nil
+}
+
+// Graph is a workflow's plan as nodes and edges, for drawing.
+type Graph struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// GraphNode is one step of a [Graph].
+type GraphNode struct {
+	ID           string `json:"id"`
+	Queue        string `json:"queue"`
+	When         string `json:"when,omitempty"`
+	Compensation bool   `json:"compensation"`
+}
+
+// GraphEdge goes from a dependency to its dependent; Kind is "needs" for
+// a dependency given with [Needs], "after" for one given with [After].
+type GraphEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+}
+
+// Graph returns the definition's nodes (declaration order) and edges
+// (grouped by dependent, in dependency order).
+func (d Definition) Graph() Graph {
+	g := Graph{Nodes: make([]GraphNode, len(d.Steps)), Edges: []GraphEdge{}}
+	for i, s := range d.Steps {
+		g.Nodes[i] = GraphNode{ID: s.Name, Queue: s.Queue, When: s.When, Compensation: s.Compensation}
+		for _, dep := range s.Deps {
+			kind := "after"
+			if slices.Contains(s.Needs, dep) {
+				kind = "needs"
+			}
+			g.Edges = append(g.Edges, GraphEdge{From: dep, To: s.Name, Kind: kind})
+		}
+	}
+	return g
+}
+
+// Mermaid renders the definition as [Workflow.Mermaid] does; a definition
+// that does not build renders as an empty flowchart.
+func (d Definition) Mermaid() string {
+	w, err := FromDefinition(d, nil)
+	if err != nil {
+		return "flowchart TD\n"
+	}
+	return w.Mermaid()
+}
