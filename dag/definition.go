@@ -120,11 +120,13 @@ var noHandler steps.Handler = missingHandler{}
 // FromDefinition builds the workflow that d describes, for the plan it
 // carries (dependencies, conditions, queues, policies): the steps take
 // their handlers and compensations from handlers, the same workflow as
-// registered on this node (nil: none), by step name. A step handlers does
-// not have (or whose compensation it lacks) gets a nil Handler (or
-// Compensation): the node can follow a run on this plan, but not run that
-// step. The definition is validated as [Builder.Build] validates a
-// declaration, and its name must be handlers' name.
+// registered on this node (nil: none), by step name. A step that handlers
+// does not have keeps a stand-in handler that fails, and
+// [Step.HasHandler] (or [Step.HasCompensationHandler]) reports it: the
+// node can follow a run on this plan (its dependencies, conditions and
+// undo order), but must leave that step to a node that has it. The
+// definition is validated as [Builder.Build] validates a declaration, and
+// its name must be handlers' name.
 func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
 	if handlers != nil && handlers.name != d.Name {
 		return nil, fmt.Errorf("dag: definition of %q built with the handlers of %q", d.Name, handlers.name)
@@ -149,19 +151,18 @@ func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
 		}
 		b.Step(s.Name, h, opts...)
 	}
-	w, err := b.Build()
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range w.steps {
-		if isNoHandler(s.Handler) {
-			s.Handler = nil
-		}
-		if isNoHandler(s.Compensation) {
-			s.Compensation = nil
-		}
-	}
-	return w, nil
+	return b.Build()
+}
+
+// HasHandler reports whether the step's handler is this node's code: it
+// is false only for a step of a plan built by [FromDefinition] that the
+// node's own workflow lacks.
+func (s *Step) HasHandler() bool { return !isNoHandler(s.Handler) }
+
+// HasCompensationHandler reports whether the step has a compensation and
+// this node has its code (see [Step.HasHandler]).
+func (s *Step) HasCompensationHandler() bool {
+	return s.Compensation != nil && !isNoHandler(s.Compensation)
 }
 
 func isNoHandler(h steps.Handler) bool {

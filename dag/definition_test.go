@@ -43,7 +43,7 @@ func TestDefinitionRoundTrip(t *testing.T) {
 			r.Timeout != s.Timeout || r.Queue != s.Queue || r.When != s.When {
 			t.Errorf("step %s rebuilt as %+v, want %+v", s.Name, r, s)
 		}
-		if r.Handler == nil || (r.Compensation == nil) != (s.Compensation == nil) {
+		if !r.HasHandler() || r.HasCompensationHandler() != (s.Compensation != nil) {
 			t.Errorf("step %s: handlers not taken from the registered workflow", s.Name)
 		}
 	}
@@ -133,14 +133,18 @@ func TestFromDefinitionWithoutHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Step("reserve").Handler == nil {
+	if !got.Step("reserve").HasHandler() {
 		t.Error("reserve: handler not taken")
 	}
-	if got.Step("reserve").Compensation != nil {
-		t.Error("reserve: compensation the node lacks is not nil")
+	if r := got.Step("reserve"); r.Compensation == nil || r.HasCompensationHandler() {
+		t.Error("reserve: a compensation the node lacks must stay in the plan, marked as not here")
 	}
-	if got.Step("ship").Handler != nil {
-		t.Error("ship: a handler the node lacks is not nil")
+	ship := got.Step("ship")
+	if ship.HasHandler() {
+		t.Error("ship: a handler the node lacks is reported as here")
+	}
+	if _, err := ship.Handler.Handle(context.Background(), steps.Context{}); err == nil {
+		t.Error("ship: the stand-in handler succeeded")
 	}
 	if _, err := dag.FromDefinition(w.Definition(), mustBuild(t, dag.New("other").Step("a", noop))); err == nil ||
 		!strings.Contains(err.Error(), `"order"`) || !strings.Contains(err.Error(), `"other"`) {
