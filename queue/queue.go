@@ -332,6 +332,15 @@ func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
 	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2]}, nil
 }
 
+// Ping checks that Redis answers, with one round trip. Readiness probes
+// call it; it says nothing about permissions (Probe checks those).
+func (q *Queue) Ping(ctx context.Context) error {
+	if err := q.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("queue: ping: %w", err)
+	}
+	return nil
+}
+
 // TaskInfo describes a task for operators.
 type TaskInfo struct {
 	ID         string

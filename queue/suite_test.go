@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/internal/clocktest"
+	"github.com/dagflow/dagflow/internal/testenv"
 )
 
 // runSuite is the conformance suite every backend (real Redis, miniredis,
@@ -28,6 +29,23 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 	}
 	ctx := context.Background()
 	lease := time.Minute
+
+	t.Run("Ping", func(t *testing.T) {
+		c := newClient(t)
+		q := newTestQueue(t, c, Config{})
+		if err := q.Ping(ctx); err != nil {
+			t.Fatalf("ping: %v", err)
+		}
+		closed := newClient(t)
+		closed.Close()
+		qc, err := New(Config{Client: closed, Prefix: testenv.KeyPrefix(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := qc.Ping(ctx); err == nil || !strings.Contains(err.Error(), "queue: ping:") {
+			t.Fatalf("ping on a closed client = %v, want a queue: ping: error", err)
+		}
+	})
 
 	t.Run("EnqueueDequeueAck", func(t *testing.T) {
 		q, clock := setup(t)

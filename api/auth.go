@@ -1,0 +1,256 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Scope is what an API key may do. Each scope includes the ones before it:
+// read < operate < admin.
+type Scope string
+
+// The scopes of API keys.
+const (
+	// ScopeRead may read: workflows, runs, dead letters, schedules, queues.
+	ScopeRead Scope = "read"
+	// ScopeOperate may also trigger, cancel and retry runs, and retry or
+	// discard dead letters.
+	ScopeOperate Scope = "operate"
+	// ScopeAdmin may also pause, resume and trigger schedules.
+	ScopeAdmin Scope = "admin"
+)
+
+// rank orders the scopes; 0 is not a scope.
+func (s Scope) rank() int {
+	switch s {
+	case ScopeRead:
+		return 1
+	case ScopeOperate:
+		return 2
+	case ScopeAdmin:
+		return 3
+	}
+	return 0
+}
+
+// Valid reports whether s is one of the scopes.
+func (s Scope) Valid() bool { return s.rank() > 0 }
+
+// allows reports whether a key of scope s may call a route that needs need.
+func (s Scope) allows(need Scope) bool { return s.rank() >= need.rank() }
+
+// KeyStore keeps API keys; persistence.Store implements it.
+type KeyStore interface {
+	APIKeyCreate(ctx context.Context, k persistence.APIKey) (persistence.APIKey, error)
+	APIKeyByHash(ctx context.Context, hash []byte) (persistence.APIKey, error)
+	APIKeyList(ctx context.Context) ([]persistence.APIKey, error)
+	APIKeyRevoke(ctx context.Context, p persistence.APIKeyRevokeParams) (persistence.APIKey, error)
+}
+
+// secretPrefix starts every API key, so that a leaked key is easy to
+// recognise (and to scan for).
+const secretPrefix = "dfk_"
+
+// hintLen is how many characters of a secret its listing shows.
+const hintLen = 12
+
+// maxKeyName bounds a key's name.
+const maxKeyName = 100
+
+// ValidateKeyName checks an API key's name: 1 to 100 letters, digits,
+// '.', '_' or '-'.
+func ValidateKeyName(name string) error {
+	if len(name) == 0 || len(name) > maxKeyName {
+		return fmt.Errorf("api: key name %q: length %d not in 1..%d", truncate(name), len(name), maxKeyName)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("api: key name %q: character %q at %d is not a letter, digit, '.', '_' or '-'", truncate(name), c, i)
+		}
+	}
+	return nil
+}
+
+// CreateKey makes a new API key with scope ("read", "operate" or "admin")
+// and stores its SHA-256 under name. It returns the secret, which is
+// shown once and never stored: "dfk_" and 43 characters of base64url (32
+// random bytes). A name used by a key that is not revoked gives an error
+// wrapping persistence.ErrAPIKeyExists.
+func CreateKey(ctx context.Context, store KeyStore, name, scope string, now time.Time) (string, persistence.APIKey, error) {
+	if err := ValidateKeyName(name); err != nil {
+		return "", persistence.APIKey{}, err
+	}
+	if !Scope(scope).Valid() {
+		return "", persistence.APIKey{}, fmt.Errorf("api: key scope %q: want read, operate or admin", truncate(scope))
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", persistence.APIKey{}, fmt.Errorf("api: key secret: %w", err)
+	}
+	secret := secretPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", persistence.APIKey{}, fmt.Errorf("api: key id: %w", err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	k, err := store.APIKeyCreate(ctx, persistence.APIKey{
+		ID:        id.String(),
+		Name:      name,
+		Scope:     scope,
+		Hash:      sum[:],
+		Hint:      secret[:hintLen],
+		CreatedAt: now,
+	})
+	if err != nil {
+		return "", persistence.APIKey{}, fmt.Errorf("api: create key %q: %w", name, err)
+	}
+	return secret, k, nil
+}
+
+// RevokeKey revokes the key with this id or, when ref is not a key id,
+// this name. Requests with it are refused within keyCacheTTL. An unknown
+// key gives an error wrapping persistence.ErrAPIKeyNotFound.
+func RevokeKey(ctx context.Context, store KeyStore, ref string, now time.Time) (persistence.APIKey, error) {
+	p := persistence.APIKeyRevokeParams{Now: now}
+	if _, err := uuid.Parse(ref); err == nil {
+		p.ID = ref
+	} else {
+		if err := ValidateKeyName(ref); err != nil {
+			return persistence.APIKey{}, err
+		}
+		p.Name = ref
+	}
+	k, err := store.APIKeyRevoke(ctx, p)
+	if err != nil {
+		return persistence.APIKey{}, fmt.Errorf("api: revoke key %q: %w", ref, err)
+	}
+	return k, nil
+}
+
+// ListKeys lists every API key (revoked ones too), oldest first. The
+// secrets are not stored: a key shows its hint, the secret's first 12
+// characters.
+func ListKeys(ctx context.Context, store KeyStore) ([]persistence.APIKey, error) {
+	ks, err := store.APIKeyList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("api: list keys: %w", err)
+	}
+	return ks, nil
+}
+
+// keyCacheTTL is how long a key that was found valid is trusted without
+// asking the store again. A revoked key is refused at most this long
+// after its revocation.
+const keyCacheTTL = time.Second
+
+// maxCachedKeys bounds the cache; when full it is emptied.
+const maxCachedKeys = 10000
+
+// principal is who makes a request.
+type principal struct {
+	keyID string // empty for an anonymous request
+	name  string
+	scope Scope
+}
+
+// authenticator checks bearer keys against the store, with a short
+// positive cache.
+type authenticator struct {
+	store KeyStore
+	now   func() time.Time
+	ttl   time.Duration
+
+	mu    sync.Mutex
+	cache map[[32]byte]cachedKey
+}
+
+type cachedKey struct {
+	key   persistence.APIKey
+	until time.Time
+}
+
+// authenticate returns the principal of the request's bearer key, or the
+// problem to answer with. The key never appears in a problem or a log.
+func (a *authenticator) authenticate(ctx context.Context, header string) (principal, *apiError) {
+	scheme, secret, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header is not \"Bearer <api key>\"")
+	}
+	secret = strings.TrimSpace(secret)
+	sum := sha256.Sum256([]byte(secret))
+	now := a.now()
+	a.mu.Lock()
+	c, hit := a.cache[sum]
+	a.mu.Unlock()
+	var k persistence.APIKey
+	if hit && now.Before(c.until) {
+		k = c.key
+	} else {
+		if a.store == nil {
+			return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "the store keeps no API keys")
+		}
+		var err error
+		k, err = a.store.APIKeyByHash(ctx, sum[:])
+		if errors.Is(err, persistence.ErrAPIKeyNotFound) {
+			return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "unknown API key")
+		}
+		if err != nil {
+			ae := problemf(http.StatusServiceUnavailable, CodeUnavailable, "the API keys cannot be read now")
+			ae.err = err
+			return principal{}, ae
+		}
+	}
+	// The store found the key by its hash; comparing again in constant
+	// time keeps a store whose lookup is not exact from letting a key in.
+	if subtle.ConstantTimeCompare(k.Hash, sum[:]) != 1 {
+		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "unknown API key")
+	}
+	if k.RevokedAt != nil {
+		a.forget(sum)
+		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "API key %q was revoked", k.Name)
+	}
+	if !hit || !now.Before(c.until) {
+		a.remember(sum, k, now)
+	}
+	return principal{keyID: k.ID, name: k.Name, scope: Scope(k.Scope)}, nil
+}
+
+func (a *authenticator) remember(sum [32]byte, k persistence.APIKey, now time.Time) {
+	if a.ttl <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= maxCachedKeys {
+		clear(a.cache)
+	}
+	a.cache[sum] = cachedKey{key: k, until: now.Add(a.ttl)}
+}
+
+func (a *authenticator) forget(sum [32]byte) {
+	a.mu.Lock()
+	delete(a.cache, sum)
+	a.mu.Unlock()
+}
+
+// truncate shortens a value quoted in an error.
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

@@ -1,0 +1,205 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The JSON bodies of dagflow's HTTP API (api/openapi.yaml describes them).
+// The server encodes these same types, so the client and the server cannot
+// disagree on a field.
+
+// Run is a workflow run.
+type Run struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	// Version is the workflow's declared version number.
+	Version int `json:"version"`
+	// Definition is the hash of the definition the run started with; empty
+	// for runs created before definitions were stored.
+	Definition     string            `json:"definition,omitempty"`
+	Status         string            `json:"status"`
+	Input          json.RawMessage   `json:"input"`
+	Output         json.RawMessage   `json:"output"`
+	Error          string            `json:"error,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Schedule       string            `json:"schedule,omitempty"`
+	ScheduledTick  *time.Time        `json:"scheduled_tick,omitempty"`
+	StartAt        time.Time         `json:"start_at"`
+	CreatedAt      time.Time         `json:"created_at"`
+	StartedAt      *time.Time        `json:"started_at,omitempty"`
+	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+}
+
+// Step is the state of one step of a run.
+type Step struct {
+	RunID          string          `json:"run_id"`
+	Step           string          `json:"step"`
+	Queue          string          `json:"queue"`
+	Status         string          `json:"status"`
+	Deps           []string        `json:"deps"`
+	Attempt        int             `json:"attempt"`
+	MaxAttempts    int             `json:"max_attempts"`
+	CompAttempt    int             `json:"compensation_attempt"`
+	Output         json.RawMessage `json:"output"`
+	Error          string          `json:"error,omitempty"`
+	LeaseExpiresAt *time.Time      `json:"lease_expires_at,omitempty"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
+	QueuedAt       *time.Time      `json:"queued_at,omitempty"`
+	StartedAt      *time.Time      `json:"started_at,omitempty"`
+	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// Attempt is one execution of a step's handler or compensation.
+type Attempt struct {
+	ID         int64      `json:"id"`
+	Step       string     `json:"step"`
+	Kind       string     `json:"kind"`
+	Attempt    int        `json:"attempt"`
+	Worker     string     `json:"worker"`
+	Outcome    string     `json:"outcome"`
+	Error      string     `json:"error,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// DurationMS is how long the attempt took, in milliseconds; 0 while it
+	// runs.
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// RunDetail is a run with its steps, its history and its result.
+type RunDetail struct {
+	Run      Run       `json:"run"`
+	Steps    []Step    `json:"steps"`
+	Attempts []Attempt `json:"attempts"`
+	// Output is the run's result: its output when it succeeded, else an
+	// object mapping each final step that succeeded to its output.
+	Output json.RawMessage `json:"output"`
+}
+
+// RunList is one page of runs, newest first.
+type RunList struct {
+	Runs []Run `json:"runs"`
+	// NextCursor continues the listing (the cursor parameter); empty on
+	// the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// TriggerRequest is the body of POST /v1/workflows/{name}/runs.
+type TriggerRequest struct {
+	// Input is the run's input, any JSON value.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Metadata is handed to every step (steps.Context.Metadata).
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// StartAt delays the run's first steps until then.
+	StartAt *time.Time `json:"start_at,omitempty"`
+	// IdempotencyKey makes a repeat return the run the first call started
+	// (the Idempotency-Key header does the same and wins).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// RetryRunResult is the answer of POST /v1/runs/{id}/retry.
+type RetryRunResult struct {
+	Run Run `json:"run"`
+	// Steps are the dead steps that were queued again.
+	Steps []string `json:"steps"`
+}
+
+// DeadLetterList is one page of dead steps, newest first.
+type DeadLetterList struct {
+	DeadLetters []Step `json:"dead_letters"`
+	NextCursor  string `json:"next_cursor"`
+}
+
+// ScheduleTick is one tick of a schedule's history.
+type ScheduleTick struct {
+	Tick    time.Time `json:"tick"`
+	Outcome string    `json:"outcome"`
+	RunID   string    `json:"run_id,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// Schedule is a cron schedule with its next fire times and its last ticks.
+type Schedule struct {
+	Name     string          `json:"name"`
+	Spec     string          `json:"spec"`
+	TimeZone string          `json:"time_zone"`
+	Workflow string          `json:"workflow"`
+	Input    json.RawMessage `json:"input"`
+	Overlap  string          `json:"overlap"`
+	CatchUp  string          `json:"catch_up"`
+	// CatchUpWindow is a Go duration ("1h0m0s"); "0s" means no limit.
+	CatchUpWindow string     `json:"catch_up_window"`
+	Paused        bool       `json:"paused"`
+	Disabled      bool       `json:"disabled"`
+	LastTick      *time.Time `json:"last_tick,omitempty"`
+	// Next are the next fire times; empty when paused or disabled.
+	Next []time.Time `json:"next"`
+	// LastRuns are the latest ticks, newest first.
+	LastRuns []ScheduleTick `json:"last_runs"`
+	// Error says why the stored spec or time zone does not parse.
+	Error string `json:"error,omitempty"`
+}
+
+// ScheduleList lists every schedule, by name.
+type ScheduleList struct {
+	Schedules []Schedule `json:"schedules"`
+}
+
+// ScheduleTriggerResult is the answer of POST /v1/schedules/{name}/trigger.
+type ScheduleTriggerResult struct {
+	Schedule string `json:"schedule"`
+	RunID    string `json:"run_id"`
+}
+
+// Queue is the depth of one Redis queue.
+type Queue struct {
+	Name    string `json:"name"`
+	Ready   int64  `json:"ready"`
+	Delayed int64  `json:"delayed"`
+	Leased  int64  `json:"leased"`
+	// OldestReadyAgeSeconds is how long the next ready task has been
+	// ready; 0 with no ready task.
+	OldestReadyAgeSeconds float64 `json:"oldest_ready_age_seconds"`
+	// OldestReadyTask is the id of the next ready task, if any.
+	OldestReadyTask string `json:"oldest_ready_task,omitempty"`
+}
+
+// QueueList lists the queues the node knows, by name.
+type QueueList struct {
+	Queues []Queue `json:"queues"`
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+	// Checks maps each dependency checked ("store", "redis") to "ok" or
+	// the reason it failed.
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+// Problem is an error answer of the API, an RFC 9457 problem detail
+// (application/problem+json). The client returns it as an error (*Problem).
+type Problem struct {
+	// Type is a URI naming the kind of problem.
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Code is a short machine-readable name ("run_not_found",
+	// "idempotency_conflict"...).
+	Code string `json:"code"`
+	// RunID is the run the problem is about, when there is one (for an
+	// idempotency conflict, the existing run).
+	RunID string `json:"run_id,omitempty"`
+}
+
+func (p *Problem) Error() string {
+	if p.RunID != "" {
+		return fmt.Sprintf("dagflow api: %d %s (run %s): %s", p.Status, p.Code, p.RunID, p.Detail)
+	}
+	return fmt.Sprintf("dagflow api: %d %s: %s", p.Status, p.Code, p.Detail)
+}

@@ -1,0 +1,348 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dagflow/dagflow/engine"
+)
+
+// DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options configure the handler. Zero values mean the documented defaults.
+type Options struct {
+	// Logger receives one line per request (method, path, status,
+	// duration, the key's name; never the key or the Authorization
+	// header) and the causes of 5xx answers. Default: discard.
+	Logger *slog.Logger
+	// MaxBodyBytes limits a request body; a larger one is answered 413.
+	// Default DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+	// AllowAnonymous serves requests without an Authorization header with
+	// the admin scope. Set it only when no one but the local user can
+	// reach the handler: `dagflow serve` and `dagflow dev` set it only
+	// when they listen on a loopback address with no API key configured.
+	// A request with a header is still checked.
+	AllowAnonymous bool
+	// Keys is where API keys are looked up. Default: the engine's store.
+	Keys KeyStore
+	// Now is the clock of the key cache and of queue ages. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults(e *engine.Engine) Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Keys == nil {
+		if ks, ok := e.Store().(KeyStore); ok {
+			o.Keys = ks
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// server holds what the route handlers share.
+type server struct {
+	e    *engine.Engine
+	o    Options
+	log  *slog.Logger
+	auth *authenticator
+	idem keyedMutex
+}
+
+// NewHandler returns the HTTP API of e: /v1 (JSON), /healthz, /readyz and
+// /openapi.yaml. Mount it in your own server:
+//
+//	mux.Handle("/", api.NewHandler(e, api.Options{Logger: log}))
+//
+// Every /v1 route needs a bearer API key (see CreateKey) of the scope that
+// Routes lists, unless Options.AllowAnonymous lets requests without one
+// in. Errors are RFC 9457 problem details (application/problem+json).
+func NewHandler(e *engine.Engine, o Options) http.Handler {
+	o = o.withDefaults(e)
+	s := &server{
+		e:    e,
+		o:    o,
+		log:  o.Logger,
+		auth: &authenticator{store: o.Keys, now: o.Now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{}},
+	}
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	for _, rt := range s.routes() {
+		mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
+		methods[rt.Path] = append(methods[rt.Path], rt.Method)
+	}
+	// Answer the paths' other methods, and unknown paths, with problems
+	// rather than the mux's plain text.
+	for path, ms := range methods {
+		allow := allowHeader(ms)
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, allow))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s.logRequests(mux)
+}
+
+func allowHeader(ms []string) string {
+	set := map[string]bool{}
+	for _, m := range ms {
+		set[m] = true
+		if m == http.MethodGet {
+			set[http.MethodHead] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for m := range set {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// Route is one route of the API.
+type Route struct {
+	// Method is the HTTP method.
+	Method string
+	// Path is the path in net/http.ServeMux pattern syntax
+	// ("/v1/runs/{id}").
+	Path string
+	// Scope is the least scope a key needs; empty for the routes that need
+	// no key (/healthz, /readyz, /openapi.yaml).
+	Scope Scope
+	// handle serves the route; the error it returns becomes a problem.
+	handle func(w http.ResponseWriter, r *http.Request) error
+}
+
+// Routes lists every route the handler serves, with the scope each needs.
+func Routes() []Route {
+	s := &server{}
+	rts := s.routes()
+	for i := range rts {
+		rts[i].handle = nil
+	}
+	return rts
+}
+
+// routes is the route table, the one list of what the API serves (the
+// contract test checks it against api/openapi.yaml).
+func (s *server) routes() []Route {
+	return []Route{
+		{Method: "GET", Path: "/healthz", handle: s.healthz},
+		{Method: "GET", Path: "/readyz", handle: s.readyz},
+		{Method: "GET", Path: "/openapi.yaml", handle: s.openAPI},
+
+		{Method: "GET", Path: "/v1/workflows", Scope: ScopeRead, handle: s.listWorkflows},
+		{Method: "GET", Path: "/v1/workflows/{name}", Scope: ScopeRead, handle: s.getWorkflow},
+		{Method: "POST", Path: "/v1/workflows/{name}/runs", Scope: ScopeOperate, handle: s.triggerRun},
+
+		{Method: "GET", Path: "/v1/runs", Scope: ScopeRead, handle: s.listRuns},
+		{Method: "GET", Path: "/v1/runs/{id}", Scope: ScopeRead, handle: s.getRun},
+		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
+
+		{Method: "GET", Path: "/v1/dead-letters", Scope: ScopeRead, handle: s.listDeadLetters},
+		{Method: "POST", Path: "/v1/dead-letters/{run}/{step}/retry", Scope: ScopeOperate, handle: s.retryDeadLetter},
+		{Method: "DELETE", Path: "/v1/dead-letters/{run}/{step}", Scope: ScopeOperate, handle: s.discardDeadLetter},
+
+		{Method: "GET", Path: "/v1/schedules", Scope: ScopeRead, handle: s.listSchedules},
+		{Method: "POST", Path: "/v1/schedules/{name}/pause", Scope: ScopeAdmin, handle: s.pauseSchedule},
+		{Method: "POST", Path: "/v1/schedules/{name}/resume", Scope: ScopeAdmin, handle: s.resumeSchedule},
+		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},
+
+		{Method: "GET", Path: "/v1/queues", Scope: ScopeRead, handle: s.listQueues},
+	}
+}
+
+// wrap adds authentication, the body limit and error answers to a route.
+func (s *server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.Scope != "" {
+			p, ae := s.authorize(r, rt.Scope)
+			if ae != nil {
+				if ae.status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow"`)
+				}
+				if ae.status == http.StatusForbidden {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow", error="insufficient_scope", scope="`+string(rt.Scope)+`"`)
+				}
+				s.fail(w, r, ae)
+				return
+			}
+			if rec, ok := w.(*statusRecorder); ok {
+				rec.key = p.name
+			}
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.fail(w, r, problemOf(err))
+		}
+	})
+}
+
+// authorize returns the request's principal if it may use a route that
+// needs scope.
+func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if s.o.AllowAnonymous {
+			return principal{name: "anonymous", scope: ScopeAdmin}, nil
+		}
+		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "this route needs an API key: send \"Authorization: Bearer <api key>\"")
+	}
+	p, ae := s.auth.authenticate(r.Context(), h)
+	if ae != nil {
+		return principal{}, ae
+	}
+	if !p.scope.allows(need) {
+		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, r.URL.Path, need)
+	}
+	return p, nil
+}
+
+// fail answers with a problem, logging the cause of a 5xx answer.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if ae.status >= 500 && ae.err != nil {
+		s.log.ErrorContext(r.Context(), "api: request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "err", ae.err)
+	}
+	writeProblem(w, ae)
+}
+
+// statusRecorder notes the status and the key's name for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	key    string
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs every request, and turns a panic into a 500 problem.
+// It never logs headers: the Authorization header holds the key.
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "api: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if rec.status == 0 {
+					writeProblem(rec, problemf(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause"))
+				}
+			}
+			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status,
+				"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+			if rec.key != "" {
+				attrs = append(attrs, "key", rec.key)
+			}
+			s.log.InfoContext(r.Context(), "api: request", attrs...)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// decodeBody decodes a JSON request body into v: an empty body leaves v
+// as it is; a body that is not JSON, has unknown fields or trailing data,
+// or is over the limit is a problem naming what was wrong.
+func decodeBody(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type %q is not application/json", ct)
+		}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is over the limit of %d bytes", mbe.Limit)
+		}
+		return problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: %v (at byte %d)", err, se.Offset)
+		case errors.As(err, &te):
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: it ends early")
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has an unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid: %v", err)
+	}
+	if dec.More() {
+		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has data after its JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has data after its JSON value")
+	}
+	return nil
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("api: encode answer: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	if err != nil {
+		// The client went away; nothing to answer.
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// maxIdempotencyKey is the longest idempotency key, in bytes (the stores'
+// limit).
+const maxIdempotencyKey = 255
+
+// triggerRun starts a run: POST /v1/workflows/{name}/runs. With an
+// idempotency key, the first call answers 201 and a repeat with the same
+// input 200 with the same run; the key with another input is a 409 naming
+// the existing run.
+func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
+	name, err := workflowName(r, "name")
+	if err != nil {
+		return err
+	}
+	var req client.TriggerRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	key := req.IdempotencyKey
+	if hk := r.Header.Get("Idempotency-Key"); hk != "" {
+		if key != "" && key != hk {
+			return problemf(http.StatusBadRequest, CodeInvalidParameter, "the Idempotency-Key header %q and the body's idempotency_key %q differ; give one", truncate(hk), truncate(key))
+		}
+		key = hk
+	}
+	if len(key) > maxIdempotencyKey {
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency key %q is %d bytes, over the limit of %d", truncate(key), len(key), maxIdempotencyKey)
+	}
+	var opts []engine.TriggerOption
+	if key != "" {
+		opts = append(opts, engine.IdempotencyKey(key))
+	}
+	if len(req.Metadata) > 0 {
+		opts = append(opts, engine.Metadata(req.Metadata))
+	}
+	if req.StartAt != nil {
+		opts = append(opts, engine.StartAt(*req.StartAt))
+	}
+	var input any
+	if len(req.Input) > 0 {
+		input = json.RawMessage(req.Input)
+	}
+	id, created, err := s.trigger(r.Context(), name, key, input, opts)
+	if err != nil {
+		return err
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+	}
+	return writeJSON(w, status, toRun(info.Run))
+}
+
+// trigger starts a run and tells whether this call created it. With a key,
+// the calls of this process with the same workflow and key take turns,
+// and a call creates the run when no run had the key before it: so of
+// concurrent calls with one key, exactly one answers 201. (Calls on two
+// nodes racing for the same new key may both answer 201 for the same run;
+// both get the same run.)
+func (s *server) trigger(ctx context.Context, workflow, key string, input any, opts []engine.TriggerOption) (string, bool, error) {
+	if key == "" {
+		id, err := s.e.Trigger(ctx, workflow, input, opts...)
+		return id, err == nil, err
+	}
+	unlock := s.idem.lock(workflow + "\x00" + key)
+	defer unlock()
+	existed, err := s.runWithKey(ctx, workflow, key)
+	if err != nil {
+		return "", false, err
+	}
+	id, err := s.e.Trigger(ctx, workflow, input, opts...)
+	if err != nil {
+		return "", false, err
+	}
+	return id, !existed, nil
+}
+
+// keyedMutex serializes the callers that use the same key.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock takes the lock of key and returns its release.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		l.users--
+		if l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// listRuns lists runs: GET /v1/runs.
+func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := queryValues(r, "workflow", "status", "created_after", "created_before", "idempotency_key", "cursor", "limit")
+	if err != nil {
+		return err
+	}
+	var f engine.RunFilter
+	if f.Workflow, err = nameParam(q, "workflow"); err != nil {
+		return err
+	}
+	for _, v := range q["status"] {
+		for _, st := range strings.Split(v, ",") {
+			st = strings.TrimSpace(st)
+			if !persistence.RunStatus(st).Valid() {
+				return problemf(http.StatusBadRequest, CodeInvalidParameter, "status %q is not a run status (pending, running, succeeded, compensating, compensated, failed, cancelled)", truncate(st))
+			}
+			f.Status = append(f.Status, persistence.RunStatus(st))
+		}
+	}
+	if f.CreatedAfter, err = timeParam(q, "created_after"); err != nil {
+		return err
+	}
+	if f.CreatedBefore, err = timeParam(q, "created_before"); err != nil {
+		return err
+	}
+	if err := setIdempotencyFilter(&f, q); err != nil {
+		return err
+	}
+	if f.Cursor, err = single(q, "cursor"); err != nil {
+		return err
+	}
+	if f.Limit, err = limitParam(q); err != nil {
+		return err
+	}
+	page, err := s.e.Runs(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, client.RunList{Runs: toRuns(page.Runs), NextCursor: page.NextCursor})
+}
+
+// getRun shows a run with its steps, attempts and outputs: GET /v1/runs/{id}.
+func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	return writeJSON(w, http.StatusOK, toRunDetail(info))
+}
+
+// cancelRun cancels an unfinished run: POST /v1/runs/{id}/cancel.
+func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.e.Cancel(r.Context(), id); err != nil {
+		return withRun(err, id)
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	return writeJSON(w, http.StatusOK, toRun(info.Run))
+}
+
+// retryRun queues every dead step of a failed run again: POST
+// /v1/runs/{id}/retry.
+func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	retried, err := s.e.RetryRun(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	if retried == nil {
+		retried = []string{}
+	}
+	return writeJSON(w, http.StatusOK, client.RetryRunResult{Run: toRun(info.Run), Steps: retried})
+}
+
+// withRun maps err to a problem that names the run it is about.
+func withRun(err error, id string) error {
+	ae := problemOf(err)
+	if ae.runID == "" && ae.status < 500 {
+		cp := *ae
+		cp.runID = id
+		return &cp
+	}
+	return ae
+}
