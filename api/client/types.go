@@ -203,3 +203,58 @@ func (p *Problem) Error() string {
 	}
 	return fmt.Sprintf("dagflow api: %d %s: %s", p.Status, p.Code, p.Detail)
 }
+
+// Workflow is the current version of a workflow.
+type Workflow struct {
+	Name string `json:"name"`
+	// Version is the hash of the definition (16 hex characters).
+	Version string `json:"version"`
+	// Declared is the version number the workflow declares.
+	Declared     int       `json:"declared_version"`
+	CreatedAt    time.Time `json:"created_at"`
+	RegisteredAt time.Time `json:"registered_at"`
+	// Handlers says the serving node has the workflow's code at this
+	// version (it can run its steps, not only start runs).
+	Handlers bool `json:"handlers"`
+}
+
+// WorkflowList lists the current version of every workflow, by name.
+type WorkflowList struct {
+	Workflows []Workflow `json:"workflows"`
+}
+
+// GraphNode is a step of a workflow's graph.
+type GraphNode struct {
+	ID           string `json:"id"`
+	Queue        string `json:"queue"`
+	When         string `json:"when,omitempty"`
+	Compensation bool   `json:"compensation"`
+}
+
+// GraphEdge goes from a dependency to its dependent; Kind is "needs" or
+// "after".
+type GraphEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+}
+
+// Graph is a workflow's plan as nodes and edges.
+type Graph struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// WorkflowDetail is a workflow's current definition, its graph, and its
+// versions.
+type WorkflowDetail struct {
+	Workflow
+	// Definition is the plan (steps, dependencies, conditions, queues,
+	// retry and timeout policies), as the engine stores it.
+	Definition json.RawMessage `json:"definition"`
+	Graph      Graph           `json:"graph"`
+	// Mermaid draws the graph as a Mermaid flowchart.
+	Mermaid string `json:"mermaid"`
+	// Versions are every stored version, newest registration first.
+	Versions []Workflow `json:"versions"`
+}
