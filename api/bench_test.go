@@ -89,4 +89,3 @@ func BenchmarkTriggerOverHTTP(b *testing.B) {
 		})
 	}
 }
-
