@@ -34,7 +34,7 @@ type Options struct {
 	// when they listen on a loopback address with no API key configured.
 	// A request with a header is still checked.
 	AllowAnonymous bool
-	// Keys is where API keys are looked up. Default: the engine's store.
+	// Keys is where API keys are kept. Default: the engine's store.
 	Keys KeyStore
 	// Now is the clock of the key cache and of queue ages. Default
 	// time.Now.
@@ -49,9 +49,7 @@ func (o Options) withDefaults(e *engine.Engine) Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.Keys == nil {
-		if ks, ok := e.Store().(KeyStore); ok {
-			o.Keys = ks
-		}
+		o.Keys = e.Store()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -172,6 +170,10 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},
 
 		{Method: "GET", Path: "/v1/queues", Scope: ScopeRead, handle: s.listQueues},
+
+		{Method: "GET", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.listKeys},
+		{Method: "POST", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.createKey},
+		{Method: "DELETE", Path: "/v1/api-keys/{key}", Scope: ScopeAdmin, handle: s.revokeKey},
 	}
 }
 
