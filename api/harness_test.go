@@ -128,8 +128,8 @@ type envOptions struct {
 	// engine adjusts the engine's config.
 	engine func(*engine.Config)
 	// peer, when set, makes the API's engine another node of peer's
-	// cluster (same store, Redis and prefix), with no workflows of its
-	// own and no workers.
+	// cluster (same store, Redis and prefix), with no workers and only
+	// the workflows given.
 	peer *enginetest.Env
 }
 
@@ -140,7 +140,7 @@ func newAPIEnv(t testing.TB, b backend, eo envOptions) *apiEnv {
 	if eo.peer != nil {
 		p := eo.peer
 		o = enginetest.Options{Store: p.Store, Redis: p.Redis, Prefix: p.Prefix, Clock: p.Clock,
-			Configure: func(c *engine.Config) { c.NoWorkers = true }}
+			Workflows: eo.workflows, Configure: func(c *engine.Config) { c.NoWorkers = true }}
 	} else {
 		o = b.opts(t)
 		o.Workflows = eo.workflows

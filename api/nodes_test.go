@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/steps"
 )
 
 // TestTriggerOnANodeWithoutHandlers: the API of a node with no workers
@@ -44,6 +46,47 @@ func TestTriggerOnANodeWithoutHandlers(t *testing.T) {
 		got := front.waitStatus(t, run.ID, "succeeded")
 		if string(got.Run.Input) != `{"order_id":"o-9"}` {
 			t.Fatalf("run %+v", got.Run)
+		}
+	})
+}
+
+// TestTwoVersions: a node registering order with a step added stores a
+// second version; the API shows both, the newest first, and a run keeps
+// the version it started on.
+func TestTwoVersions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		o := b.opts(t)
+		v1 := orderWorkflow(t, new(atomic.Bool))
+		o.Workflows = []*dag.Workflow{v1}
+		worker := enginetest.New(t, o)
+		ctx := context.Background()
+		id := worker.Trigger(t, "order", map[string]string{"order_id": "o-1"})
+		worker.AssertRun(t, worker.Wait(t, id), "succeeded")
+
+		h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+		v2, err := dag.New("order").
+			Step("reserve", h).
+			Step("charge", h, dag.After("reserve")).
+			Step("ship", h, dag.After("charge"), dag.Queue("shipping")).
+			Step("notify", h, dag.After("ship")).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		worker.Clock.Advance(time.Second)
+		front := newAPIEnv(t, b, envOptions{peer: worker, workflows: []*dag.Workflow{v2}})
+		d, err := front.anon.GetWorkflow(ctx, "order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h1, h2 := v1.Definition().Hash(), v2.Definition().Hash()
+		if d.Version != h2 || !d.Handlers || len(d.Graph.Nodes) != 4 || len(d.Versions) != 2 ||
+			d.Versions[0].Version != h2 || d.Versions[1].Version != h1 || d.Versions[1].Handlers {
+			t.Fatalf("order = version %s handlers %v, %d nodes, versions %+v; want %s (here) then %s", d.Version, d.Handlers, len(d.Graph.Nodes), d.Versions, h2, h1)
+		}
+		run, err := front.anon.GetRun(ctx, id)
+		if err != nil || run.Run.Definition != h1 || len(run.Steps) != 3 {
+			t.Fatalf("the v1 run = %+v (%d steps), %v; want definition %s and 3 steps", run.Run, len(run.Steps), err, h1)
 		}
 	})
 }
