@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -332,19 +333,17 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON. A failed write (the client went
+// away) leaves nothing to answer, so it is not an error.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("api: encode answer: %w", err)
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
-	if err != nil {
-		// The client went away; nothing to answer.
-		return nil
-	}
+	w.Write(b)
 	return nil
 }
