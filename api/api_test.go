@@ -542,3 +542,18 @@ func TestServerErrors(t *testing.T) {
 		t.Fatalf("readyz with the store closed: %+v", h)
 	}
 }
+
+// TestBodyLimitIsConfigurable: Options.MaxBodyBytes replaces the 1 MiB
+// default.
+func TestBodyLimitIsConfigurable(t *testing.T) {
+	env := newAPIEnv(t, backends()[0], envOptions{configure: func(o *api.Options) { o.MaxBodyBytes = 100 }})
+	before := countRuns(t, env)
+	p := env.raw(t, "POST", "/v1/workflows/order/runs", `{"input":"`+strings.Repeat("x", 100)+`"}`).problem(t, 413, api.CodeBodyTooLarge)
+	if !strings.Contains(p.Detail, "100 bytes") {
+		t.Fatalf("413 detail %q does not name the limit", p.Detail)
+	}
+	triggerOrder(t, env, `"`+strings.Repeat("x", 50)+`"`, "")
+	if after := countRuns(t, env); after != before+1 {
+		t.Fatalf("runs %d -> %d, want one more", before, after)
+	}
+}
