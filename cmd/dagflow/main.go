@@ -1,13 +1,24 @@
 // Command dagflow runs and operates dagflow workflow engines.
 //
-//	dagflow dev                          everything in one process, no servers (miniredis + SQLite)
+//	dagflow dev                          the example workflows and the HTTP API in one process, no servers
+//	                                     (miniredis + SQLite): an order every second until Ctrl-C
+//	dagflow dev --once                   a batch of orders, every step printed; exits when all are finished
+//	dagflow serve                        an engine node with the HTTP API, until SIGINT/SIGTERM
 //	dagflow worker                       an engine node on Redis + MySQL, until SIGINT/SIGTERM
 //	dagflow migrate                      apply the schema migrations to a MySQL database
+//	dagflow workflows [list]             the workflows whose definitions are stored
+//	dagflow workflows show NAME          a workflow's steps, versions and graph (Mermaid)
+//	dagflow trigger WORKFLOW             start a run (--input JSON|@FILE, --key K) and print its id
 //	dagflow runs [list]                  list runs, newest first
 //	dagflow runs show RUN_ID             a run with its steps and history
 //	dagflow dlq [list]                   the dead-letter queue
 //	dagflow dlq retry|discard RUN_ID STEP
+//	dagflow schedules [list]             the schedules, their next fire time and last tick
+//	dagflow schedules pause|resume|trigger NAME
+//	dagflow apikeys [list]               the HTTP API's keys (never their secrets)
+//	dagflow apikeys create --scope S --name N, apikeys revoke ID|NAME
 //	dagflow bench                        end-to-end throughput of the order workflow
+//	dagflow completion SHELL             a completion script for bash, zsh, fish or powershell
 //	dagflow version                      the module version and VCS revision (also --version)
 //
 // Every command takes -h for its flags. Flags may come before or after the
@@ -149,10 +160,9 @@ func newRoot(sec *secrets) *cobra.Command {
 		Long: "dagflow runs and operates dagflow workflow engines.\n\n" +
 			"Flags may come before or after the arguments. Connection settings also come from\n" +
 			"DAGFLOW_* environment variables; each flag's help names its variable.",
-		Version:           versionString(),
-		SilenceUsage:      true,
-		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown command %q", args[0])
@@ -167,7 +177,8 @@ func newRoot(sec *secrets) *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newWorkerCmd(sec), newMigrateCmd(sec), newRunsCmd(sec), newDLQCmd(sec), newVersionCmd())
+	root.AddCommand(newServeCmd(sec), newWorkerCmd(sec), newMigrateCmd(sec), newWorkflowsCmd(sec), newTriggerCmd(sec),
+		newRunsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newVersionCmd())
 	root.AddCommand(embeddedCommands(sec)...)
 	return root
 }

@@ -11,14 +11,14 @@ import (
 	"time"
 )
 
-// TestDevRunsToCompletion runs `dagflow dev` as a user would on a fresh
-// machine: no servers, a new SQLite file.
+// TestDevRunsToCompletion runs `dagflow dev --once` as a user would on a
+// fresh machine: no servers, a new SQLite file.
 func TestDevRunsToCompletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "dev.db")
 	var out, errb bytes.Buffer
-	if code := run(ctx, []string{"dev", "-db", db, "-runs", "6"}, &out, &errb); code != 0 {
+	if code := run(ctx, []string{"dev", "--once", "-db", db, "-runs", "6"}, &out, &errb); code != 0 {
 		t.Fatalf("dagflow dev exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	got := out.String()
@@ -29,7 +29,7 @@ func TestDevRunsToCompletion(t *testing.T) {
 	}
 	// A second session on the same file starts new runs and finishes them.
 	out.Reset()
-	if code := run(ctx, []string{"dev", "-db", db, "-runs", "2"}, &out, &errb); code != 0 {
+	if code := run(ctx, []string{"dev", "--once", "-db", db, "-runs", "2"}, &out, &errb); code != 0 {
 		t.Fatalf("second dagflow dev exited %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
