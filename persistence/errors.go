@@ -19,6 +19,9 @@ var (
 	ErrInvalidTransition   = errors.New("persistence: invalid transition")
 	ErrTooLarge            = errors.New("persistence: value too large")
 	ErrInvalid             = errors.New("persistence: invalid value")
+	ErrDefinitionNotFound  = errors.New("persistence: workflow definition not found")
+	ErrAPIKeyNotFound      = errors.New("persistence: API key not found")
+	ErrAPIKeyExists        = errors.New("persistence: an API key that is not revoked already has this name")
 )
 
 // IdempotencyConflictError reports a reused idempotency key whose input

@@ -7,6 +7,7 @@ type Run struct {
 	ID             string
 	Workflow       string
 	Version        int
+	Definition     string // Definition.Version the run started with; "" for runs created before, or without one
 	Status         RunStatus
 	Input          []byte // JSON
 	Output         []byte // JSON, set when the run succeeds (may be nil)
@@ -127,4 +128,58 @@ type ScheduleTick struct {
 	RunID     string // run started for the tick, if any
 	Reason    string
 	CreatedAt time.Time
+}
+
+// Definition is one version of a workflow's definition as stored: the
+// plan only (steps, dependencies, queues, retries), never code. A version
+// is named by the hash of its content, so a node that registers the same
+// plan again registers the same version.
+type Definition struct {
+	Workflow string
+	// Version is the content hash of the plan, e.g. "a1b2c3d4e5f60718":
+	// 1 to 64 characters of [a-z0-9:_-].
+	Version string
+	// Declared is the workflow's declared version number (dag.Version),
+	// at least 1.
+	Declared int
+	// Spec is the definition as JSON (dag.Definition), at most
+	// MaxDefinitionSpec bytes.
+	Spec []byte
+	// CreatedAt is the first registration of this version (kept on
+	// upsert).
+	CreatedAt time.Time
+	// RegisteredAt is the latest registration of this version (set on
+	// every upsert).
+	RegisteredAt time.Time
+}
+
+// MaxDefinitionSpec is the largest Definition.Spec a store takes, in bytes.
+const MaxDefinitionSpec = 1 << 20
+
+// Scopes of an API key: what a request made with it may do.
+const (
+	// ScopeRead may read runs, steps, definitions and schedules.
+	ScopeRead = "read"
+	// ScopeOperate may also trigger, cancel and retry runs.
+	ScopeOperate = "operate"
+	// ScopeAdmin may also manage API keys.
+	ScopeAdmin = "admin"
+)
+
+// APIKey is an HTTP API key as stored: never the secret, only its
+// SHA-256.
+type APIKey struct {
+	ID string // caller-generated (UUID)
+	// Name is unique among keys that are not revoked: 1 to 100
+	// characters of [A-Za-z0-9._-].
+	Name  string
+	Scope string // ScopeRead, ScopeOperate or ScopeAdmin
+	// Hash is the SHA-256 of the secret, 32 bytes.
+	Hash []byte
+	// Hint is the start of the secret (its first 12 characters), shown in
+	// listings so that a person can tell keys apart: at most 16
+	// printable ASCII characters.
+	Hint      string
+	CreatedAt time.Time
+	RevokedAt *time.Time // nil while the key is valid
 }

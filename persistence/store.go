@@ -141,6 +141,35 @@ type Store interface {
 	// ScheduleTickList lists a schedule's history, newest first.
 	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
 
+	// DefinitionUpsert records a workflow definition version: inserted
+	// when new (CreatedAt = RegisteredAt = d.RegisteredAt), otherwise only
+	// RegisteredAt is updated (Spec and CreatedAt are kept: a version is
+	// its hash). Returns the stored row.
+	DefinitionUpsert(ctx context.Context, d Definition) (Definition, error)
+	// DefinitionGet returns one version, or ErrDefinitionNotFound.
+	DefinitionGet(ctx context.Context, workflow, version string) (Definition, error)
+	// DefinitionList with p.Workflow empty lists the current version
+	// (latest RegisteredAt, ties by the greater Version) of every
+	// workflow, by name; with p.Workflow set, every version of that
+	// workflow, latest RegisteredAt first (empty slice when none).
+	// Index-served.
+	DefinitionList(ctx context.Context, p DefinitionListParams) ([]Definition, error)
+
+	// APIKeyCreate stores a new key; a name already used by a key that is
+	// not revoked gives ErrAPIKeyExists.
+	APIKeyCreate(ctx context.Context, k APIKey) (APIKey, error)
+	// APIKeyByHash returns the key with this hash (revoked keys too: the
+	// caller checks RevokedAt), or ErrAPIKeyNotFound.
+	APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
+	// APIKeyList lists every key (revoked too), oldest first.
+	APIKeyList(ctx context.Context) ([]APIKey, error)
+	// APIKeyRevoke revokes the key named by p.ID or p.Name (exactly one
+	// set) if not revoked yet, returning it; unknown gives
+	// ErrAPIKeyNotFound. A key already revoked is returned as it is; by
+	// name, that is the last key of that name revoked, when no key of the
+	// name is valid.
+	APIKeyRevoke(ctx context.Context, p APIKeyRevokeParams) (APIKey, error)
+
 	// StoreID returns the database's identity: a random id written once
 	// by the migrations, the same for every connection and every process.
 	// An engine binds its Redis prefix to it, so that a prefix is never
@@ -202,9 +231,12 @@ type StepSpec struct {
 
 // RunCreateParams are the arguments of Store.RunCreate.
 type RunCreateParams struct {
-	ID             string // caller-generated (UUIDv7); required
-	Workflow       string
-	Version        int
+	ID       string // caller-generated (UUIDv7); required
+	Workflow string
+	Version  int
+	// Definition is the Definition.Version the run starts with (1 to 64
+	// characters of [a-z0-9:_-]); empty for none.
+	Definition     string
 	Input          []byte // JSON; nil is stored as null
 	IdempotencyKey string
 	Metadata       map[string]string
@@ -250,12 +282,30 @@ type RunCreateOutcome struct {
 type RunListParams struct {
 	Workflow string
 	// Schedule lists only the runs started by the named schedule.
-	Schedule      string
-	Status        []RunStatus
-	CreatedAfter  time.Time
-	CreatedBefore time.Time
-	Cursor        string // from a previous page's NextCursor
-	Limit         int    // default 50, at most 1000
+	Schedule string
+	// IdempotencyKey lists only the runs started with this key (exact
+	// match, across workflows).
+	IdempotencyKey string
+	Status         []RunStatus
+	CreatedAfter   time.Time
+	CreatedBefore  time.Time
+	Cursor         string // from a previous page's NextCursor
+	Limit          int    // default 50, at most 1000
+}
+
+// DefinitionListParams are the arguments of Store.DefinitionList.
+type DefinitionListParams struct {
+	// Workflow lists every version of one workflow; empty lists the
+	// current version of every workflow.
+	Workflow string
+}
+
+// APIKeyRevokeParams are the arguments of Store.APIKeyRevoke: exactly one
+// of ID and Name names the key.
+type APIKeyRevokeParams struct {
+	ID   string
+	Name string
+	Now  time.Time
 }
 
 // RunPage is one page of runs.

@@ -34,6 +34,9 @@ func Matching(t testing.TB, db *sql.DB, d sqlstore.Dialect, p persistence.RunLis
 	if p.Schedule != "" {
 		where, args = append(where, "schedule = ?"), append(args, p.Schedule)
 	}
+	if p.IdempotencyKey != "" {
+		where, args = append(where, "idempotency_key = ?"), append(args, p.IdempotencyKey)
+	}
 	if len(p.Status) > 0 {
 		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Status)), ", ")+")")
 		for _, st := range p.Status {
@@ -101,6 +104,8 @@ func parseTime(t testing.TB, s string) time.Time {
 // ExpectedIndex is the index a RunList filter must read.
 func ExpectedIndex(p persistence.RunListParams) string {
 	switch {
+	case p.IdempotencyKey != "":
+		return "idx_runs_idempotency_created"
 	case p.Schedule != "":
 		return "idx_runs_schedule_created"
 	case p.Workflow != "" && len(p.Status) > 0:

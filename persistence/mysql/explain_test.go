@@ -31,17 +31,24 @@ func TestQueriesUseIndexes(t *testing.T) {
 	fill(t, s, now)
 	history(t, s.DB(), now, 20000)
 	nodes(t, s, now)
-	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes"} {
+	definitions(t, s, now)
+	apiKeys(t, s, now)
+	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys"} {
 		if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-50*time.Minute))...) {
+	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-50*time.Minute))...)
+	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
+	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
 		for _, r := range rows {
 			t.Logf("%-32s table=%s type=%s key=%s rows=%s extra=%s", q.Name, r["table"], r["type"], r["key"], r["rows"], r["Extra"])
 			if want := rangeOf(q.Name); want != "" && (r["key"] != want || r["type"] != "range" || strings.Contains(r["Extra"], "filesort")) {
 				t.Errorf("%s: reads %s (%s, %q), want a range of %s in order\n%s", q.Name, r["key"], r["type"], r["Extra"], want, q.SQL)
+			}
+			if want := indexOf(q.Name); want != "" && (r["key"] != want || strings.Contains(r["Extra"], "filesort")) {
+				t.Errorf("%s: reads %s (%s, %q), want %s in order\n%s", q.Name, r["key"], r["type"], r["Extra"], want, q.SQL)
 			}
 			switch {
 			case strings.HasPrefix(r["table"], "<"):
@@ -78,6 +85,130 @@ func rangeOf(name string) string {
 		return "idx_nodes_heartbeat"
 	}
 	return ""
+}
+
+// TestDefinitionListReadsCurrentVersions: the list of every workflow's
+// current version reads about one index entry per workflow, however many
+// versions each has: the server's handler reads while it runs, over 20
+// workflows of 40 versions.
+func TestDefinitionListReadsCurrentVersions(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	definitions(t, s, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE workflow_definitions"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var q sqlstore.Query
+	for _, dq := range s.DefinitionQueries() {
+		if dq.Name == "DefinitionList" {
+			q = dq
+		}
+	}
+	n := 0
+	reads := handlerReads(t, conn, func() {
+		rs, err := conn.QueryContext(ctx, q.SQL, q.Args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rs.Next() {
+			n++
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	})
+	if n != 20 {
+		t.Errorf("DefinitionList's query returned %d rows, want 20 (one per workflow)", n)
+	}
+	t.Logf("DefinitionList read %d index entries for 20 workflows of 40 versions", reads)
+	if reads > 2*20+2 {
+		t.Errorf("DefinitionList read %d index entries for 20 workflows of 40 versions, want about 20\n%s", reads, q.SQL)
+	}
+}
+
+// indexOf returns the index a query of the definitions, the API keys or
+// RunList by idempotency key must read (a key, a ref or a range, in the
+// order asked for), or "". APIKeyList reads all of its index: every key.
+func indexOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, "RunListByKey"):
+		return "idx_runs_idempotency_created"
+	case name == "DefinitionList", name == "DefinitionUpsert/current":
+		return "uq_definitions_current"
+	case name == "DefinitionList@workflow", name == "DefinitionUpsert/latest":
+		return "idx_definitions_registered"
+	case name == "DefinitionGet", name == "APIKeyRevoke/id", name == "APIKeyCreate/id-taken":
+		return "PRIMARY"
+	case name == "APIKeyByHash", name == "APIKeyCreate/hash-taken":
+		return "uq_api_keys_hash"
+	case name == "APIKeyRevoke/name", name == "APIKeyCreate/name-taken":
+		return "uq_api_keys_active_name"
+	case name == "APIKeyRevoke/last-revoked":
+		return "idx_api_keys_name"
+	case name == "APIKeyList":
+		return "idx_api_keys_created"
+	}
+	return ""
+}
+
+// definitions registers 40 versions of each of 20 workflows, one every
+// hour, w1's last at a1b2c3d4e5f60718 (what sqlstore's
+// DefinitionQueries look up): the versions that pile up with deploys,
+// which no listing may read whole.
+func definitions(t *testing.T, s persistence.Store, now time.Time) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := range 40 {
+				version := fmt.Sprintf("%016x", w*1000+v)
+				if w == 1 && v == 39 {
+					version = "a1b2c3d4e5f60718"
+				}
+				if _, err := s.DefinitionUpsert(context.Background(), persistence.Definition{Workflow: fmt.Sprintf("w%d", w), Version: version,
+					Declared: v + 1, Spec: []byte(`{"steps":[{"name":"a"}]}`), RegisteredAt: now.Add(time.Duration(v-40) * time.Hour)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// apiKeys creates 200 keys, and the ones sqlstore's APIKeyQueries look
+// up: "ci" with id k1 and a hash of zeros, valid, and three revoked keys
+// named "ci" before it.
+func apiKeys(t *testing.T, s persistence.Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 203 {
+		id, _ := uuid.NewV7()
+		k := persistence.APIKey{ID: id.String(), Name: fmt.Sprintf("key-%d", i), Scope: persistence.ScopeRead,
+			Hash: []byte(fmt.Sprintf("%032d", i)), CreatedAt: now.Add(time.Duration(i-300) * time.Minute)}
+		if i >= 200 {
+			k.Name = "ci"
+		}
+		if _, err := s.APIKeyCreate(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 200 {
+			if _, err := s.APIKeyRevoke(ctx, persistence.APIKeyRevokeParams{ID: k.ID, Now: k.CreatedAt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.APIKeyCreate(ctx, persistence.APIKey{ID: "k1", Name: "ci", Scope: persistence.ScopeAdmin, Hash: make([]byte, 32), CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // nodes registers 300 nodes, the oldest heartbeat an hour before now.
@@ -135,7 +266,7 @@ func fill(t *testing.T, s persistence.Store, now time.Time) {
 			created := now.Add(-time.Duration(runs-i) * time.Minute)
 			id, _ := uuid.NewV7()
 			wf := fmt.Sprintf("w%d", i%5)
-			res, err := s.RunCreate(ctx, persistence.RunCreateParams{ID: id.String(), Workflow: wf, Now: created,
+			res, err := s.RunCreate(ctx, persistence.RunCreateParams{ID: id.String(), Workflow: wf, Now: created, IdempotencyKey: fmt.Sprintf("order-%d", i/5),
 				Steps: []persistence.StepSpec{{Name: "a"}, {Name: "b", Deps: []string{"a"}}, {Name: "c", Deps: []string{"b"}}}})
 			if err != nil {
 				t.Error(err)

@@ -41,15 +41,6 @@ func TestStoreIDStableAndDistinct(t *testing.T) {
 // migrates to reconciling by workflow, a store id and the node registry.
 func TestUpgradeIsolation(t *testing.T) {
 	storetest.RunUpgradeIsolation(t, func(t *testing.T) (persistence.Store, func() error) {
-		ctx := context.Background()
-		s, err := mysql.Open(ctx, mysql.Config{DSN: testenv.MySQLDatabase(t)})
-		if err != nil {
-			t.Fatalf("mysql.Open: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := mysql.MigrateTo(ctx, s.DB(), 6); err != nil {
-			t.Fatalf("migrating to 6: %v", err)
-		}
-		return s, func() error { return s.Migrate(ctx) }
+		return atVersion(t, 6)
 	})
 }

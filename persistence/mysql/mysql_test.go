@@ -216,17 +216,8 @@ func TestMigrateWaitsForTheLock(t *testing.T) {
 // history format without losing any of it.
 func TestUpgradeRunningAttempts(t *testing.T) {
 	storetest.RunUpgradeRunningAttempts(t, func(t *testing.T) (persistence.Store, *sql.DB, func() error) {
-		dsn := testenv.MySQLDatabase(t)
-		ctx := context.Background()
-		s, err := mysql.Open(ctx, mysql.Config{DSN: dsn})
-		if err != nil {
-			t.Fatalf("mysql.Open: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := mysql.MigrateTo(ctx, s.DB(), 5); err != nil {
-			t.Fatalf("migrating to 5: %v", err)
-		}
-		return s, s.DB(), func() error { return s.Migrate(ctx) }
+		s, upgrade := atVersion(t, 5)
+		return s, s.DB(), upgrade
 	})
 }
 

@@ -153,25 +153,35 @@ func queryPlan(t *testing.T, db *sql.DB, q sqlstore.Query) []string {
 }
 
 // TestQueriesUseIndexes checks, by EXPLAIN QUERY PLAN, that the
-// reconciler's queries, the dead-letter list, the node registry's and the
-// batch statements search an index (never SCAN a table or an index), and
+// reconciler's queries, the dead-letter list, the node registry's, the
+// batch statements, RunList by idempotency key and the reads of the
+// definitions and the API keys search an index (never SCAN a table or an
+// index; APIKeyList, which lists every key, reads its index whole), and
 // that the reconciler's per-workflow queries (named "...@workflow"), the
-// unfiltered dead-letter list and the stale-node read each search their
-// index in the order asked for (no temporary B-tree). RunList's pages are
+// unfiltered dead-letter list, the stale-node read and the definitions',
+// keys' and by-key reads each search their index in the order asked for
+// (no temporary B-tree). RunList's pages are
 // checked by TestRunListPagesAreSeeks.
 func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-time.Hour))...)
+	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
 		}
 		want := rangeOf(q.Name)
+		if want == "" {
+			want = indexOf(q.Name)
+		}
 		found := false
 		for _, line := range queryPlan(t, s.DB(), q) {
 			t.Logf("%-40s %s", q.Name, line)
 			switch {
+			case q.Name == "APIKeyList" && line == "SCAN api_keys USING INDEX "+want:
+				// Every key, in the index's order.
+				found = true
 			case strings.HasPrefix(line, "SCAN "):
 				t.Errorf("%s: %q scans\n%s", q.Name, line, q.SQL)
 			case want != "" && strings.Contains(line, "TEMP B-TREE"):
@@ -199,6 +209,33 @@ func rangeOf(name string) string {
 		return "idx_steps_dead"
 	case name == "NodeDeleteStale":
 		return "idx_nodes_heartbeat"
+	}
+	return ""
+}
+
+// indexOf returns the index a query of the definitions, the API keys or
+// RunList by idempotency key must search in the order it asks for, or ""
+// (see the MySQL test of the same name).
+func indexOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, "RunListByKey"):
+		return "idx_runs_idempotency_created"
+	case name == "DefinitionList", name == "DefinitionUpsert/current":
+		return "uq_definitions_current"
+	case name == "DefinitionList@workflow", name == "DefinitionUpsert/latest":
+		return "idx_definitions_registered"
+	case name == "DefinitionGet":
+		return "sqlite_autoindex_workflow_definitions_1"
+	case name == "APIKeyRevoke/id", name == "APIKeyCreate/id-taken":
+		return "sqlite_autoindex_api_keys_1"
+	case name == "APIKeyByHash", name == "APIKeyCreate/hash-taken":
+		return "uq_api_keys_hash"
+	case name == "APIKeyRevoke/name", name == "APIKeyCreate/name-taken":
+		return "uq_api_keys_active_name"
+	case name == "APIKeyRevoke/last-revoked":
+		return "idx_api_keys_name"
+	case name == "APIKeyList":
+		return "idx_api_keys_created"
 	}
 	return ""
 }

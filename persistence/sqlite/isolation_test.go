@@ -46,16 +46,7 @@ func TestStoreIDStableAndDistinct(t *testing.T) {
 // migrates to reconciling by workflow, a store id and the node registry.
 func TestUpgradeIsolation(t *testing.T) {
 	storetest.RunUpgradeIsolation(t, func(t *testing.T) (persistence.Store, func() error) {
-		ctx := context.Background()
-		s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db")})
-		if err != nil {
-			t.Fatalf("sqlite.Open: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.MigrateTo(ctx, 5); err != nil {
-			t.Fatalf("migrating to 5: %v", err)
-		}
-		return s, func() error { return s.Migrate(ctx) }
+		return atVersion(t, 5)
 	})
 }
 

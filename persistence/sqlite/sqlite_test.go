@@ -113,16 +113,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 // history format without losing any of it.
 func TestUpgradeRunningAttempts(t *testing.T) {
 	storetest.RunUpgradeRunningAttempts(t, func(t *testing.T) (persistence.Store, *sql.DB, func() error) {
-		ctx := context.Background()
-		s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db")})
-		if err != nil {
-			t.Fatalf("sqlite.Open: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.MigrateTo(ctx, 4); err != nil {
-			t.Fatalf("migrating to 4: %v", err)
-		}
-		return s, s.DB(), func() error { return s.Migrate(ctx) }
+		s, upgrade := atVersion(t, 4)
+		return s, s.DB(), upgrade
 	})
 }
 

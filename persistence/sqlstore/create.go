@@ -95,6 +95,11 @@ func (s *Store) checkRunCreate(p persistence.RunCreateParams) error {
 			return err
 		}
 	}
+	if p.Definition != "" {
+		if err := validDefinitionVersion(p.Definition); err != nil {
+			return err
+		}
+	}
 	return s.validJSON("input", p.Input)
 }
 
@@ -135,6 +140,7 @@ func runRecord(p persistence.RunCreateParams) persistence.Run {
 		ID:             p.ID,
 		Workflow:       p.Workflow,
 		Version:        p.Version,
+		Definition:     p.Definition,
 		Status:         status,
 		Input:          nonEmpty(p.Input),
 		IdempotencyKey: p.IdempotencyKey,
@@ -322,7 +328,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 		r, md := plan.run, plan.metadata
 		runs[i] = []any{r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
 			nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
-			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt)}
+			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt), r.Definition}
 		for j, st := range plan.steps {
 			if st.Status == persistence.StepWaiting && st.Attempt == 0 && st.Fence == "" &&
 				st.LeaseExpiresAt == nil && st.QueuedAt == nil && st.StartedAt == nil {
@@ -347,7 +353,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 		}
 	}
 	// Runs first (their steps refer to them), in one round trip on MySQL.
-	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
+	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
 		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
 		worker, claimed_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)

@@ -196,6 +196,13 @@ func (s *Store) runListWhere(p persistence.RunListParams) ([]string, []any, []pe
 		where = append(where, "schedule = ?")
 		args = append(args, p.Schedule)
 	}
+	if p.IdempotencyKey != "" {
+		if err := validKey(p.IdempotencyKey); err != nil {
+			return nil, nil, nil, err
+		}
+		where = append(where, "idempotency_key = ?")
+		args = append(args, p.IdempotencyKey)
+	}
 	var statuses []persistence.RunStatus
 	for _, st := range p.Status {
 		if !st.Valid() {
@@ -259,6 +266,22 @@ func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 	where, args, statuses, err := s.runListWhere(p)
 	if err != nil {
 		return Query{}, 0, err
+	}
+	if p.IdempotencyKey != "" {
+		// A key names at most one run per workflow (it is unique per
+		// workflow): one range of idx_runs_idempotency_created
+		// (idempotency_key, created_at, id) (MySQL migration 00008,
+		// SQLite 00007) holds them, newest first, and the other filters
+		// are checked row by row on those few.
+		if len(statuses) > 0 {
+			where = append(where, "status IN ("+in(len(statuses))+")")
+			for _, st := range statuses {
+				args = append(args, string(st))
+			}
+		}
+		q := `SELECT ` + runCols + ` FROM workflow_runs` + s.d.useIndex("idx_runs_idempotency_created") +
+			` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC LIMIT ?`
+		return Query{Name: "RunList", SQL: q, Args: append(args, limit+1)}, limit, nil
 	}
 	from := ` FROM workflow_runs` + s.d.useIndex(runListIndex(p.Workflow != "", p.Schedule != "", len(statuses) > 0))
 	// seek returns the statement that reads cols of the page's first
@@ -423,7 +446,8 @@ func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []a
 
 // IndexedQueries returns the reconciler's and the listing queries with
 // arguments for the time now (the reconciler's for every workflow, and
-// per workflow for "w1" and "w3"), and the statements of claim and completion
+// per workflow for "w1" and "w3"; RunList by idempotency key named
+// RunListByKey...), and the statements of claim and completion
 // batches that name steps by key (named StepClaimMany/... and
 // StepCompleteMany/...), exactly as the store builds them, so that tests
 // can EXPLAIN them.
@@ -450,6 +474,22 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 			q.Name = "RunList/" + c.Name + cur.suffix
 			qs = append(qs, q)
 		}
+	}
+	// By idempotency key, alone and with every other filter.
+	for _, c := range []struct {
+		name string
+		p    persistence.RunListParams
+	}{
+		{"RunListByKey", persistence.RunListParams{IdempotencyKey: "order-42"}},
+		{"RunListByKey/cursor", persistence.RunListParams{IdempotencyKey: "order-42", Cursor: cursor}},
+		{"RunListByKey/workflow+statuses+window", persistence.RunListParams{IdempotencyKey: "order-42", Workflow: "w1",
+			Status: []persistence.RunStatus{persistence.RunFailed, persistence.RunCancelled}, CreatedAfter: now.AddDate(-1, 0, 0), CreatedBefore: now}},
+		{"RunListByKey/schedule+status+cursor", persistence.RunListParams{IdempotencyKey: "order-42", Schedule: "nightly",
+			Status: []persistence.RunStatus{persistence.RunFailed}, Cursor: cursor}},
+	} {
+		q, _, _ := s.runListQuery(c.p)
+		q.Name = c.name
+		qs = append(qs, q)
 	}
 	for _, c := range []struct {
 		name string

@@ -81,7 +81,7 @@ func (t nullTime) Value() (driver.Value, error) {
 	return t.T, nil
 }
 
-const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at"
+const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition"
 
 type runRow struct {
 	ID             string         `db:"id"`
@@ -100,6 +100,7 @@ type runRow struct {
 	StartedAt      nullTime       `db:"started_at"`
 	FinishedAt     nullTime       `db:"finished_at"`
 	UpdatedAt      dbTime         `db:"updated_at"`
+	Definition     string         `db:"definition"`
 }
 
 var runColList = strings.Split(runCols, ", ")
@@ -112,7 +113,7 @@ func scanRunRows(rows *sql.Rows, dest *[]runRow) error {
 		r := &(*dest)[len(*dest)-1]
 		if err := rows.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, &r.Input, &r.Output, &r.Error,
 			&r.IdempotencyKey, &r.Metadata, &r.Schedule, &r.ScheduledTick, &r.StartAt, &r.CreatedAt,
-			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt); err != nil {
+			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Definition); err != nil {
 			*dest = (*dest)[:len(*dest)-1]
 			return err
 		}
@@ -125,6 +126,7 @@ func (r runRow) record() (persistence.Run, error) {
 		ID:             r.ID,
 		Workflow:       r.Workflow,
 		Version:        r.Version,
+		Definition:     r.Definition,
 		Status:         persistence.RunStatus(r.Status),
 		Input:          nonEmpty(r.Input),
 		Output:         nonEmpty(r.Output),

@@ -381,6 +381,8 @@ func wrap(op string, err error) error {
 		errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrStepNotFound),
 		errors.Is(err, persistence.ErrScheduleNotFound), errors.Is(err, persistence.ErrNotClaimable),
 		errors.Is(err, persistence.ErrFenceMismatch), errors.Is(err, persistence.ErrRunFinished),
+		errors.Is(err, persistence.ErrDefinitionNotFound), errors.Is(err, persistence.ErrAPIKeyNotFound),
+		errors.Is(err, persistence.ErrAPIKeyExists),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

@@ -38,6 +38,15 @@ const (
 	MaxDueWorkflows = 1000
 	// DefaultQueue is the queue of a step created without one.
 	DefaultQueue = "default"
+	// MaxDefinitionVersionLen is the longest definition version (a
+	// content hash), in bytes.
+	MaxDefinitionVersionLen = 64
+	// MaxAPIKeyNameLen is the longest API key name, in bytes.
+	MaxAPIKeyNameLen = 100
+	// APIKeyHashLen is the length of an API key's hash (SHA-256).
+	APIKeyHashLen = 32
+	// MaxAPIKeyHintLen is the longest API key hint, in bytes.
+	MaxAPIKeyHintLen = 16
 )
 
 // isID reports whether v matches ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$ (run
@@ -49,6 +58,34 @@ func isID(v string) bool {
 	}
 	for i := 1; i < len(v); i++ {
 		if c := v[i]; !isLetter(c) && !isDigit(c) && c != '_' && c != '.' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDefinitionVersion reports whether v is 1-64 characters of
+// [a-z0-9:_-] (a definition version: a content hash, lowercase hex for
+// the engine's).
+func isDefinitionVersion(v string) bool {
+	if len(v) == 0 || len(v) > MaxDefinitionVersionLen {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= 'a' && c <= 'z') && !isDigit(c) && c != ':' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isAPIKeyName reports whether v is 1-100 characters of [A-Za-z0-9._-].
+func isAPIKeyName(v string) bool {
+	if len(v) == 0 || len(v) > MaxAPIKeyNameLen {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isLetter(c) && !isDigit(c) && c != '.' && c != '_' && c != '-' {
 			return false
 		}
 	}
@@ -75,6 +112,13 @@ func validName(field, v string) error {
 func validRunID(v string) error {
 	if !isID(v) {
 		return invalid("run id", v, "must be 1-64 characters of [A-Za-z0-9_.:-] starting with a letter or digit")
+	}
+	return nil
+}
+
+func validDefinitionVersion(v string) error {
+	if !isDefinitionVersion(v) {
+		return invalid("definition version", v, "must be 1-64 characters of [a-z0-9:_-]")
 	}
 	return nil
 }
@@ -193,6 +237,13 @@ func runRef(id string) error {
 func stepRef(runID, step string) error {
 	if !isID(runID) || !names.Valid(step) {
 		return fmt.Errorf("%w: run %q step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	return nil
+}
+
+func definitionRef(workflow, version string) error {
+	if !names.Valid(workflow) || !isDefinitionVersion(version) {
+		return fmt.Errorf("%w: workflow %q version %q", persistence.ErrDefinitionNotFound, workflow, version)
 	}
 	return nil
 }
