@@ -50,11 +50,7 @@ func newAPIKeysCmd(sec *secrets) *cobra.Command {
 		Short: "make a key and print its secret, once",
 		Args:  noArgs,
 	}, sec, func(cmd *cobra.Command, st persistence.Store, _ []string) error {
-		ks, err := keyStore(st)
-		if err != nil {
-			return err
-		}
-		secret, k, err := api.CreateKey(cmd.Context(), ks, name, scope, time.Now())
+		secret, k, err := api.CreateKey(cmd.Context(), st, name, scope, time.Now())
 		if err != nil {
 			return err
 		}
@@ -79,18 +75,15 @@ func newAPIKeysCmd(sec *secrets) *cobra.Command {
 
 	revoke := withStore(&cobra.Command{
 		Use:   "revoke ID|NAME",
-		Short: "revoke a key; the servers refuse it within a second",
+		Short: "revoke a key (the servers refuse it within a second); revoking it again says when it was",
 		Args:  exactArgs("ID|NAME"),
 	}, sec, func(cmd *cobra.Command, st persistence.Store, args []string) error {
-		ks, err := keyStore(st)
+		k, err := api.RevokeKey(cmd.Context(), st, args[0], time.Now())
 		if err != nil {
 			return err
 		}
-		k, err := api.RevokeKey(cmd.Context(), ks, args[0], time.Now())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "API key %s (id %s, scope %s) revoked\n", cell(k.Name), cell(k.ID), cell(k.Scope))
+		// Revoking a revoked key is not an error: it says when it was.
+		fmt.Fprintf(cmd.OutOrStdout(), "API key %s (id %s, scope %s) revoked at %s\n", cell(k.Name), cell(k.ID), cell(k.Scope), timeCell(*k.RevokedAt))
 		return nil
 	})
 	keys.AddCommand(create, revoke)
@@ -98,11 +91,7 @@ func newAPIKeysCmd(sec *secrets) *cobra.Command {
 }
 
 func listAPIKeys(cmd *cobra.Command, st persistence.Store) error {
-	ks, err := keyStore(st)
-	if err != nil {
-		return err
-	}
-	list, err := api.ListKeys(cmd.Context(), ks)
+	list, err := api.ListKeys(cmd.Context(), st)
 	if err != nil {
 		return err
 	}
@@ -120,14 +109,4 @@ func printAPIKeys(w io.Writer, list []persistence.APIKey) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s...\t%s\t%s\n", cell(k.ID), cell(k.Name), cell(k.Scope), cell(k.Hint), timeCell(k.CreatedAt), revoked)
 	}
 	return tw.Flush()
-}
-
-// keyStore is the store's API keys, or an error for a store that keeps
-// none.
-func keyStore(st persistence.Store) (api.KeyStore, error) {
-	ks, ok := st.(api.KeyStore)
-	if !ok {
-		return nil, fmt.Errorf("the store (%T) keeps no API keys", st)
-	}
-	return ks, nil
 }

@@ -160,11 +160,7 @@ func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options
 
 // activeKeys counts the API keys of st that are not revoked.
 func activeKeys(ctx context.Context, st persistence.Store) (int, error) {
-	ks, err := keyStore(st)
-	if err != nil {
-		return 0, nil // no key can be configured: served as with none
-	}
-	keys, err := api.ListKeys(ctx, ks)
+	keys, err := api.ListKeys(ctx, st)
 	if err != nil {
 		return 0, err
 	}
