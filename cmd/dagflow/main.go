@@ -126,6 +126,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(sec)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Completion scripts, like help, print nothing given to the command:
+	// they are written as they are.
+	addCompletion(root, helpOut)
 	// Help prints no value given to the command, only the flags' help and
 	// their compiled-in defaults: it is written as it is, so that the
 	// forms it documents (user:pass@host) are not taken for secrets.
@@ -181,6 +184,24 @@ func newRoot(sec *secrets) *cobra.Command {
 		newRunsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newVersionCmd())
 	root.AddCommand(embeddedCommands(sec)...)
 	return root
+}
+
+// addCompletion adds cobra's completion command (completion bash|zsh|...),
+// writing its scripts to out. It is made here rather than by Execute so
+// that a shell it does not know is a usage error, as elsewhere.
+func addCompletion(root *cobra.Command, out io.Writer) {
+	prev := root.OutOrStdout()
+	root.SetOut(out) // the script writers keep the writer they see now
+	root.InitDefaultCompletionCmd()
+	root.SetOut(prev)
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = noArgs
+			c.RunE = func(cmd *cobra.Command, _ []string) error {
+				return usagef("no shell given (want one of: %s)", subcommandNames(cmd))
+			}
+		}
+	}
 }
 
 // noArgs refuses any argument.

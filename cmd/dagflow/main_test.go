@@ -57,6 +57,22 @@ func TestUnknownCommandAndUsage(t *testing.T) {
 	if code := run(context.Background(), []string{"dev", "-runs", "0"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "-runs 0") {
 		t.Errorf("dev -runs 0 exited %d with %q", code, errb.String())
 	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--once", "--listen", "127.0.0.1:0"}, "--listen with --once"},
+		{[]string{"dev", "--once", "--every", "2s"}, "--every with --once"},
+		{[]string{"dev", "--timeout", "1m"}, "--timeout without --once"},
+		{[]string{"dev", "--every", "0s"}, "--every 0s"},
+		{[]string{"dev", "--listen", "nowhere"}, `--listen "nowhere"`},
+	} {
+		errb.Reset()
+		db := filepath.Join(t.TempDir(), "dev.db")
+		if code := run(context.Background(), append(tc.args, "--db", db), &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%q exited %d with %q; want 2 and %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
 }
 
 // TestBinaryDevServesAPI: `dagflow dev --listen 127.0.0.1:0` serves
