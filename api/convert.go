@@ -38,6 +38,7 @@ func toRun(r persistence.Run) client.Run {
 		Input:          rawJSON(r.Input),
 		Output:         rawJSON(r.Output),
 		Error:          r.Error,
+		Definition:     r.Definition,
 		IdempotencyKey: r.IdempotencyKey,
 		Metadata:       r.Metadata,
 		Schedule:       r.Schedule,

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
 )
 
 // setIdempotencyFilter sets the runs listing's idempotency key filter.
@@ -22,23 +23,12 @@ func setIdempotencyFilter(f *engine.RunFilter, q url.Values) error {
 	return nil
 }
 
-// runWithKey reports whether a run of workflow has the idempotency key.
+// runWithKey reports whether a run of workflow has the idempotency key
+// (an index seek; payloads are not read).
 func (s *server) runWithKey(ctx context.Context, workflow, key string) (bool, error) {
-	// TEMPORARY until RunFilter.IdempotencyKey lands: a scan.
-	f := engine.RunFilter{Workflow: workflow, Limit: 1000}
-	for {
-		page, err := s.e.Runs(ctx, f)
-		if err != nil {
-			return false, err
-		}
-		for _, r := range page.Runs {
-			if r.IdempotencyKey == key {
-				return true, nil
-			}
-		}
-		if page.NextCursor == "" {
-			return false, nil
-		}
-		f.Cursor = page.NextCursor
+	page, err := s.e.Store().RunList(ctx, persistence.RunListParams{Workflow: workflow, IdempotencyKey: key, Limit: 1})
+	if err != nil {
+		return false, err
 	}
+	return len(page.Runs) > 0, nil
 }
