@@ -31,45 +31,70 @@ func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadPara
 // undone work, so it is refused with a *RetryRefusedError; trigger a new
 // run instead.
 func (e *Engine) RetryDead(ctx context.Context, runID, step string) error {
+	_, err := e.reopen(ctx, runID, step)
+	return err
+}
+
+// RetryRun retries every dead step of a failed run at once (RetryDead for
+// each, in one transaction) and returns their names, in plan order. It is
+// refused, with a *RetryRefusedError, as RetryDead is, and for a run with
+// no dead step.
+func (e *Engine) RetryRun(ctx context.Context, runID string) ([]string, error) {
+	return e.reopen(ctx, runID, "")
+}
+
+// reopen resumes a failed run from its dead step (step), or from all of
+// them (step empty).
+func (e *Engine) reopen(ctx context.Context, runID, step string) ([]string, error) {
 	if e.stopped() {
-		return ErrStopped
+		return nil, ErrStopped
 	}
 	run, err := e.store.RunGet(ctx, runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s, err := e.store.StepGet(ctx, runID, step)
+	refuse := func(reason string) error { return &RetryRefusedError{RunID: runID, Step: step, Reason: reason} }
+	sts, err := e.store.StepList(ctx, runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if s.Status != persistence.StepDead {
-		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("step is %s, not dead", s.Status)}
+	var dead []string
+	for _, x := range sts {
+		if x.Status == persistence.StepDead && (step == "" || x.Step == step) {
+			dead = append(dead, x.Step)
+		}
+	}
+	if step != "" && len(dead) == 0 {
+		s, err := e.store.StepGet(ctx, runID, step)
+		if err != nil {
+			return nil, err
+		}
+		return nil, refuse(fmt.Sprintf("step is %s, not dead", s.Status))
 	}
 	switch run.Status {
 	case persistence.RunFailed:
 	case persistence.RunCompensating, persistence.RunCompensated:
-		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("run is %s: its completed steps are being or were undone", run.Status)}
+		return nil, refuse(fmt.Sprintf("run is %s: its completed steps are being or were undone", run.Status))
 	default:
-		return &RetryRefusedError{RunID: runID, Step: step, Reason: fmt.Sprintf("run is %s", run.Status)}
+		return nil, refuse(fmt.Sprintf("run is %s", run.Status))
 	}
-	sts, err := e.store.StepList(ctx, runID)
-	if err != nil {
-		return err
+	if len(dead) == 0 {
+		return nil, refuse("run has no dead step")
 	}
 	for _, x := range sts {
 		if x.Status == persistence.StepCompensationFailed || x.Status == persistence.StepCompensated || x.Status == persistence.StepCompensating {
-			return &RetryRefusedError{RunID: runID, Step: step, Reason: "run failed during compensation"}
+			return nil, refuse("run failed during compensation")
 		}
 	}
-	queued, err := e.store.RunReopen(ctx, persistence.RunReopenParams{RunID: runID, Steps: []string{step}, Now: e.clock.Now()})
+	queued, err := e.store.RunReopen(ctx, persistence.RunReopenParams{RunID: runID, Steps: dead, Now: e.clock.Now()})
 	if err != nil {
 		if errors.Is(err, persistence.ErrInvalidTransition) || errors.Is(err, persistence.ErrRunFinished) {
-			return &RetryRefusedError{RunID: runID, Step: step, Reason: err.Error()}
+			return nil, refuse(err.Error())
 		}
-		return err
+		return nil, err
 	}
-	e.log.Info("dead step retried", "run_id", runID, "step", step)
-	return e.enqueueSteps(ctx, queued)
+	e.log.Info("dead steps retried", "run_id", runID, "steps", dead)
+	return dead, e.enqueueSteps(ctx, queued)
 }
 
 // DiscardDead removes a dead step from the dead-letter queue (it becomes

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/dag"
@@ -28,7 +29,9 @@ type Engine struct {
 
 	mu        sync.RWMutex
 	workflows map[string]*dag.Workflow
-	queues    map[string]bool // every queue a registered step uses, and Config.Queues
+	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
+	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
+	plans     plans             // plans of other versions and of unregistered workflows
 
 	state    atomic.Int32 // 0 new, 1 started, 2 stopped
 	stopOnce sync.Once
@@ -101,6 +104,7 @@ func New(cfg Config) (*Engine, error) {
 		log:       cfg.Logger.With("node", cfg.NodeID),
 		clock:     cfg.Clock,
 		workflows: map[string]*dag.Workflow{},
+		hashes:    map[string]string{},
 		queues:    map[string]bool{},
 		inflight:  map[string]*execution{},
 		clockOK:   make(chan struct{}, 1),
@@ -123,27 +127,44 @@ func (e *Engine) Queue() *queue.Queue { return e.q }
 // Store returns the engine's store.
 func (e *Engine) Store() persistence.Store { return e.store }
 
-// Register makes workflows known to the engine. A name registered twice is
-// an error. Register workflows on every node before triggering them.
+// Register makes workflows known to the engine: this node runs their
+// steps, and their definitions (plans, never code) are stored at Start
+// (at once on a started engine), so that every node can list and trigger
+// them. A name registered twice is an error. Register a workflow on the
+// nodes that should run it; a node without it can still trigger it once
+// one node has stored its definition.
 func (e *Engine) Register(workflows ...*dag.Workflow) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	names := make([]string, 0, len(workflows))
 	for _, w := range workflows {
 		if w == nil {
+			e.mu.Unlock()
 			return errors.New("engine: Register: nil workflow")
 		}
 		if _, ok := e.workflows[w.Name()]; ok {
+			e.mu.Unlock()
 			return &WorkflowError{Workflow: w.Name(), Err: ErrDuplicateWorkflow}
 		}
 	}
 	for _, w := range workflows {
 		e.workflows[w.Name()] = w
+		e.hashes[w.Name()] = w.Definition().Hash()
+		names = append(names, w.Name())
 		for _, s := range w.Steps() {
 			e.queues[s.Queue] = true
 		}
 	}
-	return nil
+	e.mu.Unlock()
+	if e.state.Load() != 1 {
+		return nil // Start stores them
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	return e.storeDefinitions(ctx, names...)
 }
+
+// registerTimeout bounds the store write of Register on a started engine.
+const registerTimeout = 10 * time.Second
 
 // LoadWorkflows loads every YAML workflow in fsys, resolving handler names
 // in reg, and registers them.
@@ -218,6 +239,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	} else if err != nil {
 		e.log.Warn("binding the Redis prefix to the store failed; the node claims nothing until it is bound", "err", err)
+	}
+	if err := e.storeDefinitions(ctx); err != nil {
+		e.state.Store(0)
+		return err
 	}
 	if err := e.syncSchedules(ctx); err != nil {
 		e.state.Store(0)

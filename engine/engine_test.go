@@ -448,3 +448,66 @@ func TestConcurrencyBoundWithClaimAtRelease(t *testing.T) {
 		t.Logf("peak %d; claimed at release %d, at create %d, through the queue %d", peak.Load(), st.ClaimedAtRelease, st.ClaimedAtCreate, st.ClaimItems)
 	})
 }
+
+// RetryRun takes every dead step of a failed run back at once.
+func TestRetryRunRetriesEveryDeadStep(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		r := &recorder{}
+		var fixed atomic.Bool
+		var both sync.WaitGroup
+		both.Add(2)
+		var once sync.Map
+		fail := func(sc steps.Context) error {
+			if (sc.Step == "notify" || sc.Step == "points") && !fixed.Load() {
+				// Both fail together, so that both dead-letter.
+				if _, again := once.LoadOrStore(sc.Step, true); !again {
+					both.Done()
+					both.Wait()
+				}
+				return steps.Permanent(errors.New("provider down"))
+			}
+			return nil
+		}
+		wf := orderWorkflow(t, r, "order", 0, fail, false, nil)
+		o := b.opts(t)
+		o.Workflows = []*dag.Workflow{wf}
+		env := enginetest.New(t, o)
+		id := env.Trigger(t, "order", map[string]int{"total": 500})
+		// The run fails with the first dead letter; the second lands after.
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			info, err := env.Engine.Get(context.Background(), id)
+			return err == nil && info.Run.Status == persistence.RunFailed &&
+				stepStatus(info, "notify") == persistence.StepDead && stepStatus(info, "points") == persistence.StepDead
+		}, "notify and points did not both dead-letter")
+
+		fixed.Store(true)
+		retried, err := env.Engine.RetryRun(context.Background(), id)
+		if err != nil {
+			t.Fatalf("RetryRun: %v", err)
+		}
+		if strings.Join(retried, ",") != "notify,points" {
+			t.Errorf("RetryRun retried %v; want [notify points]", retried)
+		}
+		info := env.Wait(t, id)
+		env.AssertRun(t, info, persistence.RunSucceeded)
+		if got := len(r.find("reserve", false)); got != 1 {
+			t.Errorf("reserve ran %d times; a retried run keeps its successes", got)
+		}
+		var rr *engine.RetryRefusedError
+		if _, err := env.Engine.RetryRun(context.Background(), id); !errors.As(err, &rr) || !strings.Contains(err.Error(), "succeeded") {
+			t.Errorf("RetryRun of a succeeded run: %v; want a refusal naming its status", err)
+		}
+		if _, err := env.Engine.RetryRun(context.Background(), "0190c4a4-0000-7000-8000-000000000000"); !errors.Is(err, persistence.ErrRunNotFound) {
+			t.Errorf("RetryRun of an unknown run: %v; want ErrRunNotFound", err)
+		}
+	})
+}
+
+func stepStatus(info engine.RunInfo, step string) persistence.StepStatus {
+	for _, s := range info.Steps {
+		if s.Step == step {
+			return s.Status
+		}
+	}
+	return ""
+}

@@ -75,7 +75,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		return true
 	}
 	fail := func(err error) bool {
-		w := e.Workflow(res.Run.Workflow)
+		w := e.planFor(ctx, res.Run)
 		var sdef *dag.Step
 		if w != nil {
 			sdef = w.Step(ex.step)

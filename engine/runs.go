@@ -22,6 +22,9 @@ type RunFilter struct {
 	CreatedAfter time.Time
 	// CreatedBefore lists only the runs created before it (exclusive).
 	CreatedBefore time.Time
+	// IdempotencyKey lists only the runs started with this key (of any
+	// workflow, unless Workflow is set too).
+	IdempotencyKey string
 	// Cursor continues a listing: the NextCursor of the page before, with
 	// the same filters. Empty for the first page.
 	Cursor string
@@ -47,13 +50,14 @@ type RunFilter struct {
 // (Config.Codec); one that cannot be decoded fails the page, naming its run.
 func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, error) {
 	page, err := e.store.RunList(ctx, persistence.RunListParams{
-		Workflow:      f.Workflow,
-		Schedule:      f.Schedule,
-		Status:        f.Status,
-		CreatedAfter:  f.CreatedAfter,
-		CreatedBefore: f.CreatedBefore,
-		Cursor:        f.Cursor,
-		Limit:         f.Limit,
+		Workflow:       f.Workflow,
+		Schedule:       f.Schedule,
+		Status:         f.Status,
+		CreatedAfter:   f.CreatedAfter,
+		CreatedBefore:  f.CreatedBefore,
+		IdempotencyKey: f.IdempotencyKey,
+		Cursor:         f.Cursor,
+		Limit:          f.Limit,
 	})
 	if err != nil {
 		return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)

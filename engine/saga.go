@@ -48,7 +48,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		return
 	}
 	log := e.log.With("run_id", run.ID, "workflow", run.Workflow)
-	w := e.Workflow(run.Workflow)
+	w := e.planFor(ctx, run)
 	if w == nil {
 		log.Warn("saga: workflow not registered on this node")
 		return
@@ -136,6 +136,10 @@ func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res per
 		return fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ex.step, e.cfg.NodeID)
 	case sdef.Compensation == nil:
 		return steps.Permanent(fmt.Errorf("step %q has no compensation", ex.step))
+	case !sdef.HasCompensationHandler():
+		// The run's version has a compensation this node's lacks: a
+		// node of that version (or a later one with it) undoes it.
+		return fmt.Errorf("step %q: the compensation of the run's workflow version is not on node %s", ex.step, e.cfg.NodeID)
 	case attempt > sdef.Retry.MaxAttempts:
 		return steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
 	}
@@ -200,7 +204,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	attempt := res.Step.CompAttempt
 	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
 		slog.String("step", ref.Step), slog.Int("compensation_attempt", attempt))
-	w := e.Workflow(res.Run.Workflow)
+	w := e.planFor(ctx, res.Run)
 	var sdef *dag.Step
 	if w != nil {
 		sdef = w.Step(ref.Step)

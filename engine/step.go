@@ -43,12 +43,12 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 	e.stats.stepsStarted.Add(1)
 	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
 		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
-	w := e.Workflow(res.Run.Workflow)
+	w := e.planFor(ctx, res.Run)
 	var sdef *dag.Step
 	if w != nil {
 		sdef = w.Step(ref.Step)
 	}
-	if sdef == nil {
+	if sdef == nil || !sdef.HasHandler() {
 		// Another node may know the workflow; retry like a failure.
 		err := fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
 		return e.stepFailed(ctx, ex, res, nil, w, err, log)

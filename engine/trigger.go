@@ -54,9 +54,9 @@ func FromSchedule(name string, tick time.Time) TriggerOption {
 }
 
 func (e *Engine) createParams(ctx context.Context, workflow string, input any, opts []TriggerOption) (persistence.RunCreateParams, error) {
-	w := e.Workflow(workflow)
-	if w == nil {
-		return persistence.RunCreateParams{}, &WorkflowError{Workflow: workflow, Err: ErrUnknownWorkflow}
+	w, version, err := e.triggerPlan(ctx, workflow)
+	if err != nil {
+		return persistence.RunCreateParams{}, err
 	}
 	raw, err := encodeInput(input)
 	if err != nil {
@@ -82,6 +82,7 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 		ID:             id.String(),
 		Workflow:       w.Name(),
 		Version:        w.Version(),
+		Definition:     version,
 		Input:          raw,
 		IdempotencyKey: o.key,
 		Metadata:       o.metadata,

@@ -1,7 +1,7 @@
 // Package persistence holds dagflow's durable vocabulary: the records of
-// workflow runs, step runs, attempts and schedules, their statuses, the
-// errors callers branch on, and the Store interface that every storage
-// driver implements.
+// workflow runs, step runs, attempts, schedules, workflow definitions and
+// API keys, their statuses, the errors callers branch on, and the Store
+// interface that every storage driver implements.
 //
 // It imports only the standard library, so drivers (persistence/mysql,
 // persistence/sqlite) and the engine depend on it and never on each other.

@@ -231,12 +231,10 @@ type StepSpec struct {
 
 // RunCreateParams are the arguments of Store.RunCreate.
 type RunCreateParams struct {
-	ID       string // caller-generated (UUIDv7); required
-	Workflow string
-	Version  int
-	// Definition is the Definition.Version the run starts with (1 to 64
-	// characters of [a-z0-9:_-]); empty for none.
-	Definition     string
+	ID             string // caller-generated (UUIDv7); required
+	Workflow       string
+	Version        int
+	Definition     string // Definition.Version the run starts with (1-64 of [a-z0-9:_-]); "" for none
 	Input          []byte // JSON; nil is stored as null
 	IdempotencyKey string
 	Metadata       map[string]string

@@ -24,7 +24,9 @@
 // (the rules every path applies: which step may be claimed, the claim's
 // row transition, the claim budget, what a claimed step may read),
 // runs.go and steps.go (single-row calls and listings), lifecycle.go
-// (reopen, delete), schedules.go.
+// (reopen, delete), schedules.go, nodes.go (the store's id, the node
+// registry), definitions.go (workflow definitions), apikeys.go (the HTTP
+// API's keys).
 //
 // Every value reaches the database through placeholders. Table schemas are
 // owned by the drivers' embedded migrations; this package only assumes the

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -353,10 +354,11 @@ func (s *suite) testRunList(t *testing.T, st persistence.Store) {
 	t.Run("Paging", func(t *testing.T) { s.testRunListPaging(t, s.newStore(t)) })
 }
 
-// testRunListPaging pages through runs of several workflows, statuses and
-// schedules, with runs that share a creation time, under every filter
-// combination and several page sizes, and checks that each filter's runs
-// come once each, newest first, whatever the page size.
+// testRunListPaging pages through runs of several workflows, statuses,
+// schedules and idempotency keys, with runs that share a creation time,
+// under every filter combination and several page sizes, and checks that
+// each filter's runs come once each, newest first, whatever the page
+// size.
 func (s *suite) testRunListPaging(t *testing.T, st persistence.Store) {
 	c := ctx(t)
 	type made struct {
@@ -372,6 +374,11 @@ func (s *suite) testRunListPaging(t *testing.T, st persistence.Store) {
 		}
 		if i%5 == 1 {
 			p.Schedule = "nightly"
+		}
+		// Runs of every workflow share a key (unique per workflow): runs
+		// 3j, 3j+1 and 3j+2 for even j.
+		if j := i / 3; j%2 == 0 {
+			p.IdempotencyKey = fmt.Sprintf("k%d", j)
 		}
 		status := []persistence.RunStatus{persistence.RunRunning, persistence.RunSucceeded, persistence.RunFailed,
 			persistence.RunCancelled, persistence.RunSucceeded, persistence.RunPending}[(i/3)%6]
@@ -409,23 +416,26 @@ func (s *suite) testRunListPaging(t *testing.T, st persistence.Store) {
 		for _, sched := range []string{"", "nightly"} {
 			for _, sts := range statusSets {
 				for _, win := range windows {
-					p := persistence.RunListParams{Workflow: wf, Schedule: sched, Status: sts, CreatedAfter: win[0], CreatedBefore: win[1]}
-					var want []string
-					for _, r := range runs {
-						if (wf == "" || r.run.Workflow == wf) && (sched == "" || r.run.Schedule == sched) &&
-							(len(sts) == 0 || slices.Contains(sts, r.status)) &&
-							(win[0].IsZero() || !r.run.CreatedAt.Before(win[0])) && (win[1].IsZero() || r.run.CreatedAt.Before(win[1])) {
-							want = append(want, r.run.ID)
+					for _, key := range []string{"", "k2", "k16"} {
+						p := persistence.RunListParams{Workflow: wf, Schedule: sched, Status: sts, CreatedAfter: win[0], CreatedBefore: win[1], IdempotencyKey: key}
+						var want []string
+						for _, r := range runs {
+							if (wf == "" || r.run.Workflow == wf) && (sched == "" || r.run.Schedule == sched) &&
+								(key == "" || r.run.IdempotencyKey == key) &&
+								(len(sts) == 0 || slices.Contains(sts, r.status)) &&
+								(win[0].IsZero() || !r.run.CreatedAt.Before(win[0])) && (win[1].IsZero() || r.run.CreatedAt.Before(win[1])) {
+								want = append(want, r.run.ID)
+							}
 						}
-					}
-					if len(want) == 0 && (wf == "" || sched == "") {
-						t.Fatalf("no runs for %+v: the data should give every filter but the narrowest some", p)
-					}
-					for _, limit := range []int{1, 4, 0} {
-						p.Limit = limit
-						got := pageAll(t, st, p)
-						if diff := cmp.Diff(want, got); diff != "" {
-							t.Errorf("RunList(%+v) paged (-want +got):\n%s", p, diff)
+						if len(want) == 0 && key == "" && (wf == "" || sched == "") {
+							t.Fatalf("no runs for %+v: the data should give every filter but the narrowest some", p)
+						}
+						for _, limit := range []int{1, 4, 0} {
+							p.Limit = limit
+							got := pageAll(t, st, p)
+							if diff := cmp.Diff(want, got); diff != "" {
+								t.Errorf("RunList(%+v) paged (-want +got):\n%s", p, diff)
+							}
 						}
 					}
 				}

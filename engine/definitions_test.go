@@ -1,0 +1,244 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/steps"
+)
+
+// sharedBackend is one store and one Redis namespace for several nodes.
+type sharedBackend struct {
+	name  string
+	open  func(t *testing.T) (persistence.Store, redis.UniversalClient, string)
+	store persistence.Store
+}
+
+// sharedBackends are the embedded default (a SQLite file and a miniredis
+// that several engines share) and the real services.
+func sharedBackends() []sharedBackend {
+	return []sharedBackend{
+		{name: "sqlite+miniredis", open: func(t *testing.T) (persistence.Store, redis.UniversalClient, string) {
+			mr := miniredis.RunT(t)
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { c.Close() })
+			return sqliteStore(t), c, "dagflow"
+		}},
+		{name: "mysql+redis", open: func(t *testing.T) (persistence.Store, redis.UniversalClient, string) {
+			rdb, prefix := sharedRedis(t)
+			return mysqlStore(t), rdb, prefix()
+		}},
+	}
+}
+
+// orderV returns the order workflow at a version: v2 adds an audit step
+// before ship and raises the points threshold, so a run on v1's plan runs
+// points for a total of 500 and a run on v2's skips it. Every handler
+// call is counted by step.
+func orderV(t *testing.T, v int, calls *sync.Map, block <-chan struct{}) *dag.Workflow {
+	t.Helper()
+	h := func(step string) steps.Handler {
+		return steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			if step == "reserve" && block != nil {
+				select {
+				case <-block:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			n, _ := calls.LoadOrStore(step, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			return json.RawMessage(`{"step":"` + step + `"}`), nil
+		})
+	}
+	threshold := "input.total >= 100"
+	if v == 2 {
+		threshold = "input.total >= 1000000"
+	}
+	b := dag.New("order", dag.Version(v), dag.DefaultRetry(dag.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond})).
+		Step("reserve", h("reserve")).
+		Step("notify", h("notify"), dag.After("reserve")).
+		Step("points", h("points"), dag.After("reserve"), dag.When(threshold))
+	if v == 2 {
+		b = b.Step("audit", h("audit"), dag.After("reserve")).
+			Step("ship", h("ship"), dag.Needs("reserve"), dag.After("notify", "points", "audit"))
+	} else {
+		b = b.Step("ship", h("ship"), dag.Needs("reserve"), dag.After("notify", "points"))
+	}
+	w, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func callsOf(calls *sync.Map, step string) int64 {
+	n, ok := calls.Load(step)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// A node with no handlers (an API node) triggers a workflow from its
+// stored definition; a worker on another node runs the run.
+func TestTriggerFromStoredDefinition(t *testing.T) {
+	for _, b := range sharedBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, rdb, prefix := b.open(t)
+			var calls sync.Map
+			v1 := orderV(t, 1, &calls, nil)
+
+			api := isoNode{store: st, redis: rdb, prefix: prefix, id: "api", noWorkers: true}.start(t)
+			_, err := api.Trigger(context.Background(), "order", map[string]int{"total": 500})
+			if !errors.Is(err, engine.ErrUnknownWorkflow) {
+				t.Fatalf("trigger before any node stored the definition: %v; want ErrUnknownWorkflow", err)
+			}
+			worker := isoNode{store: st, redis: rdb, prefix: prefix, id: "worker", workflows: []*dag.Workflow{v1}}.start(t)
+
+			var ids []string
+			for range 5 {
+				id, err := api.Trigger(context.Background(), "order", map[string]int{"total": 500})
+				if err != nil {
+					t.Fatalf("trigger on the API node: %v", err)
+				}
+				ids = append(ids, id)
+			}
+			waitFinished(t, worker, ids, 30*time.Second)
+			for _, id := range ids {
+				info := mustGet(t, api, id)
+				if info.Run.Definition != v1.Definition().Hash() {
+					t.Errorf("run %s recorded version %q; want %s", id, info.Run.Definition, v1.Definition().Hash())
+				}
+			}
+			if n := callsOf(&calls, "ship"); n != 5 {
+				t.Errorf("ship ran %d times; want 5", n)
+			}
+
+			defs, err := api.Definitions(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(defs) != 1 || defs[0].Name != "order" || defs[0].Version != v1.Definition().Hash() || defs[0].Handlers {
+				t.Fatalf("API node's definitions: %+v; want order at v1 without handlers", defs)
+			}
+			if len(defs[0].Definition.Steps) != 4 || defs[0].Definition.Steps[2].When != "input.total >= 100" {
+				t.Errorf("stored definition lost the plan: %+v", defs[0].Definition)
+			}
+			wdefs, err := worker.Definitions(context.Background())
+			if err != nil || len(wdefs) != 1 || !wdefs[0].Handlers {
+				t.Fatalf("worker's definitions: %+v, %v; want order with handlers", wdefs, err)
+			}
+			if _, err := api.DefinitionVersions(context.Background(), "nope"); !errors.Is(err, engine.ErrUnknownWorkflow) {
+				t.Errorf("versions of an unknown workflow: %v; want ErrUnknownWorkflow", err)
+			}
+			// The API node's workers are off: it ran nothing.
+			for _, id := range ids {
+				for _, a := range mustGet(t, api, id).Attempts {
+					if a.Worker == "api" {
+						t.Errorf("run %s step %s ran on the API node", id, a.Step)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A run started on v1 finishes on v1's plan while v2 (a step added, a
+// condition changed) is deployed mid-run and the v1 node leaves; a run
+// started afterwards follows v2. Both versions are listed.
+func TestRunFollowsItsVersion(t *testing.T) {
+	for _, b := range sharedBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, rdb, prefix := b.open(t)
+			var calls1, calls2 sync.Map
+			block := make(chan struct{})
+			v1, v2 := orderV(t, 1, &calls1, block), orderV(t, 2, &calls2, nil)
+
+			n1, err := isoNode{store: st, redis: rdb, prefix: prefix, id: "v1", workflows: []*dag.Workflow{v1}}.open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, err := n1.Trigger(context.Background(), "order", map[string]int{"total": 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool {
+				s, err := st.StepGet(context.Background(), old, "reserve")
+				return err == nil && s.Status == persistence.StepRunning
+			}, "reserve did not start on v1")
+
+			n2 := isoNode{store: st, redis: rdb, prefix: prefix, id: "v2", workflows: []*dag.Workflow{v2}}.start(t)
+			// The v1 node leaves mid-step: its reserve is handed over.
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			n1.Stop(ctx)
+			cancel()
+			close(block)
+			waitFinished(t, n2, []string{old}, 30*time.Second)
+
+			info := mustGet(t, n2, old)
+			if info.Run.Definition != v1.Definition().Hash() {
+				t.Errorf("old run's version %q; want v1's %s", info.Run.Definition, v1.Definition().Hash())
+			}
+			names := map[string]persistence.StepStatus{}
+			for _, s := range info.Steps {
+				names[s.Step] = s.Status
+			}
+			if _, ok := names["audit"]; ok || len(names) != 4 {
+				t.Errorf("old run's steps %v; want v1's four", names)
+			}
+			if names["points"] != persistence.StepSucceeded {
+				t.Errorf("old run's points is %s; v1's condition (total >= 100) runs it for 500", names["points"])
+			}
+			if callsOf(&calls2, "audit") != 0 {
+				t.Errorf("audit ran for a v1 run")
+			}
+
+			fresh, err := n2.Trigger(context.Background(), "order", map[string]int{"total": 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer wcancel()
+			if r, err := n2.Wait(wctx, fresh); err != nil || r.Status != persistence.RunSucceeded {
+				t.Fatalf("new run: %+v, %v; want succeeded", r, err)
+			}
+			info = mustGet(t, n2, fresh)
+			if info.Run.Definition != v2.Definition().Hash() {
+				t.Errorf("new run's version %q; want v2's", info.Run.Definition)
+			}
+			for _, s := range info.Steps {
+				if s.Step == "points" && s.Status != persistence.StepSkipped {
+					t.Errorf("new run's points is %s; v2's condition skips it for 500", s.Status)
+				}
+			}
+			if callsOf(&calls2, "audit") != 1 {
+				t.Errorf("audit ran %d times; want once, for the v2 run", callsOf(&calls2, "audit"))
+			}
+
+			vs, err := n2.DefinitionVersions(context.Background(), "order")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vs) != 2 || vs[0].Version != v2.Definition().Hash() || vs[1].Version != v1.Definition().Hash() {
+				t.Fatalf("versions %+v; want v2 then v1", vs)
+			}
+			if !vs[0].Handlers || vs[1].Handlers || vs[1].Declared != 1 || vs[0].Declared != 2 {
+				t.Errorf("versions' details: %+v", vs)
+			}
+			noDeadLetters(t, st)
+		})
+	}
+}
