@@ -167,6 +167,48 @@ func TestServeOnLoopbackWithoutKey(t *testing.T) {
 	}
 }
 
+// TestServeWithoutWorkers: serve --no-workers registers nothing: it
+// knows the workflows from the stored definitions, triggers them, and runs
+// no step of them.
+func TestServeWithoutWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := newServeEnv(t, ctx)
+	storeDefinitions(t, ctx, env)
+	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0", "--no-workers")
+	code, body := get(t, "GET", u+"/v1/workflows", "", "")
+	var list client.WorkflowList
+	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil || len(list.Workflows) == 0 {
+		t.Fatalf("GET /v1/workflows: %d %s (%v)", code, body, err)
+	}
+	for _, w := range list.Workflows {
+		if w.Handlers {
+			t.Errorf("serve --no-workers has the handlers of %s", w.Name)
+		}
+	}
+	code, body = get(t, "POST", u+"/v1/workflows/order/runs", "", `{"input":{"order_id":"o-1","customer":"c@example.com","sku":"SKU-1","quantity":1,"total":150}}`)
+	var r client.Run
+	if err := json.Unmarshal([]byte(body), &r); code != http.StatusCreated || err != nil {
+		t.Fatalf("POST /v1/workflows/order/runs: %d %s", code, body)
+	}
+	time.Sleep(time.Second) // long enough for a worker, were there one, to take the first step
+	sts, err := env.store.StepList(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sts {
+		if s.Attempt > 0 {
+			t.Errorf("serve --no-workers ran step %s (attempt %d, %s)", s.Step, s.Attempt, s.Status)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve --no-workers exited %d:\n%s", code, errb)
+	}
+}
+
 // TestServeRefusesPublicAddressWithoutKey: with no API key in the store,
 // serve does not listen on an address that is not loopback.
 func TestServeRefusesPublicAddressWithoutKey(t *testing.T) {
