@@ -63,7 +63,7 @@ func newServeCmd(sec *secrets) *cobra.Command {
 	s.w.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&s.listen, "listen", defaultListen, "address of the HTTP API, host:port (port 0: any free port)")
-	fs.BoolVar(&s.noWorkers, "no-workers", false, "run no step: serve the API (and trigger, reconcile, fire schedules) only")
+	fs.BoolVar(&s.noWorkers, "no-workers", false, "register no workflow and run no step: serve the API from the stored definitions")
 	fs.Int64Var(&s.maxBody, "max-body-bytes", api.DefaultMaxBodyBytes, "largest request body the API accepts")
 	return cmd
 }
