@@ -508,3 +508,37 @@ func TestReadyzNamesTheFailedDependency(t *testing.T) {
 		t.Fatalf("the cause is not logged: %s", env.logs.String())
 	}
 }
+
+// TestServerErrors: a stopping engine answers 503, a store that fails
+// answers 500 without its cause (which is logged), and /readyz names the
+// store.
+func TestServerErrors(t *testing.T) {
+	env := newAPIEnv(t, backends()[0], envOptions{})
+	ctx := context.Background()
+	id := triggerOrder(t, env, `{}`, "")
+	env.waitStatus(t, id, "succeeded")
+	if err := env.Engine.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.raw(t, "POST", "/v1/workflows/order/runs", `{}`).problem(t, 503, api.CodeUnavailable)
+	_, _, err := env.anon.Trigger(ctx, "order", client.TriggerRequest{})
+	problemOf(t, err, 503, api.CodeUnavailable)
+
+	if err := env.Store.(interface{ Close() error }).Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := env.raw(t, "GET", "/v1/runs/"+id, "").problem(t, 500, api.CodeInternal)
+	if strings.Contains(p.Detail, "closed") {
+		t.Fatalf("the problem shows the cause: %q", p.Detail)
+	}
+	_, err = env.anon.ListRuns(ctx, client.RunFilter{})
+	problemOf(t, err, 500, api.CodeInternal)
+	if !strings.Contains(env.logs.String(), "closed") {
+		t.Fatalf("the cause is not logged:\n%s", env.logs.String())
+	}
+	h, err := env.anon.Readyz(ctx)
+	problemOf(t, err, 503, "unavailable")
+	if h.Checks["store"] == "ok" {
+		t.Fatalf("readyz with the store closed: %+v", h)
+	}
+}

@@ -198,3 +198,56 @@ func TestAnonymous(t *testing.T) {
 	}
 	env.raw(t, "GET", "/v1/runs", "", "Authorization: Bearer dfk_nope").problem(t, http.StatusUnauthorized, api.CodeUnauthorized)
 }
+
+func TestKeyEndpoints(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		env := newAPIEnv(t, b, envOptions{keys: true})
+		ctx := context.Background()
+		admin := env.client(t, newKey(t, env, "root", api.ScopeAdmin))
+		env.adminClient = admin
+		op := env.client(t, newKey(t, env, "ci", api.ScopeOperate))
+
+		created, err := admin.CreateAPIKey(ctx, "dash", "read")
+		if err != nil || !strings.HasPrefix(created.Secret, "dfk_") || created.Hint != created.Secret[:12] || created.Scope != "read" {
+			t.Fatalf("create = %+v, %v", created, err)
+		}
+		dash := env.client(t, created.Secret)
+		if _, err := dash.ListRuns(ctx, client.RunFilter{}); err != nil {
+			t.Fatalf("the new key reads: %v", err)
+		}
+		_, err = dash.ListAPIKeys(ctx)
+		problemOf(t, err, 403, api.CodeForbidden)
+		_, err = op.CreateAPIKey(ctx, "x", "admin")
+		problemOf(t, err, 403, api.CodeForbidden)
+
+		keys, err := admin.ListAPIKeys(ctx)
+		if err != nil || len(keys) != 3 || keys[2].Name != "dash" || keys[2].Hint != created.Hint {
+			t.Fatalf("list = %+v, %v", keys, err)
+		}
+		raw := env.raw(t, "GET", "/v1/api-keys", "", "Authorization: Bearer "+created.Secret)
+		raw.problem(t, 403, api.CodeForbidden)
+
+		_, err = admin.CreateAPIKey(ctx, "dash", "read")
+		problemOf(t, err, 409, api.CodeConflict)
+		_, err = admin.CreateAPIKey(ctx, "a b", "read")
+		problemOf(t, err, 400, api.CodeInvalidName)
+		_, err = admin.CreateAPIKey(ctx, "ok", "root")
+		problemOf(t, err, 400, api.CodeInvalidParameter)
+		env.raw(t, "POST", "/v1/api-keys", `{"name":"ok","scope":"read","extra":1}`).problem(t, 401, api.CodeUnauthorized)
+
+		rk, err := admin.RevokeAPIKey(ctx, "dash")
+		if err != nil || rk.RevokedAt == nil {
+			t.Fatalf("revoke = %+v, %v", rk, err)
+		}
+		env.Clock.Advance(1100 * time.Millisecond)
+		_, err = dash.ListRuns(ctx, client.RunFilter{})
+		problemOf(t, err, 401, api.CodeUnauthorized)
+		_, err = admin.RevokeAPIKey(ctx, "nobody")
+		problemOf(t, err, 404, api.CodeNotFound)
+		_, err = admin.RevokeAPIKey(ctx, "a b")
+		problemOf(t, err, 400, api.CodeInvalidName)
+		if strings.Contains(env.logs.String(), created.Secret) {
+			t.Fatal("the log holds a created key's secret")
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ type Options struct {
 	// when they listen on a loopback address with no API key configured.
 	// A request with a header is still checked.
 	AllowAnonymous bool
-	// Keys is where API keys are looked up. Default: the engine's store.
+	// Keys is where API keys are kept. Default: the engine's store.
 	Keys KeyStore
 	// Now is the clock of the key cache and of queue ages. Default
 	// time.Now.
@@ -49,9 +50,7 @@ func (o Options) withDefaults(e *engine.Engine) Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.Keys == nil {
-		if ks, ok := e.Store().(KeyStore); ok {
-			o.Keys = ks
-		}
+		o.Keys = e.Store()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -172,6 +171,10 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},
 
 		{Method: "GET", Path: "/v1/queues", Scope: ScopeRead, handle: s.listQueues},
+
+		{Method: "GET", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.listKeys},
+		{Method: "POST", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.createKey},
+		{Method: "DELETE", Path: "/v1/api-keys/{key}", Scope: ScopeAdmin, handle: s.revokeKey},
 	}
 }
 
@@ -330,19 +333,17 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON. A failed write (the client went
+// away) leaves nothing to answer, so it is not an error.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("api: encode answer: %w", err)
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
-	if err != nil {
-		// The client went away; nothing to answer.
-		return nil
-	}
+	w.Write(b)
 	return nil
 }

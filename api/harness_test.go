@@ -127,17 +127,28 @@ type envOptions struct {
 	workflows []*dag.Workflow
 	// engine adjusts the engine's config.
 	engine func(*engine.Config)
+	// peer, when set, makes the API's engine another node of peer's
+	// cluster (same store, Redis and prefix), with no workers and only
+	// the workflows given.
+	peer *enginetest.Env
 }
 
 func newAPIEnv(t testing.TB, b backend, eo envOptions) *apiEnv {
 	t.Helper()
-	o := b.opts(t)
-	o.Workflows = eo.workflows
 	healed := &atomic.Bool{}
-	if o.Workflows == nil {
-		o.Workflows = []*dag.Workflow{orderWorkflow(t, healed)}
+	var o enginetest.Options
+	if eo.peer != nil {
+		p := eo.peer
+		o = enginetest.Options{Store: p.Store, Redis: p.Redis, Prefix: p.Prefix, Clock: p.Clock,
+			Workflows: eo.workflows, Configure: func(c *engine.Config) { c.NoWorkers = true }}
+	} else {
+		o = b.opts(t)
+		o.Workflows = eo.workflows
+		if o.Workflows == nil {
+			o.Workflows = []*dag.Workflow{orderWorkflow(t, healed)}
+		}
+		o.Configure = eo.engine
 	}
-	o.Configure = eo.engine
 	env := enginetest.New(t, o)
 	logs := &syncBuffer{}
 	ho := api.Options{

@@ -18,8 +18,7 @@ func setIdempotencyFilter(f *engine.RunFilter, q url.Values) error {
 	if len(key) > maxIdempotencyKey {
 		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency_key %q is %d bytes, over the limit of %d", truncate(key), len(key), maxIdempotencyKey)
 	}
-	// TEMPORARY until RunFilter.IdempotencyKey lands: filtered in runWithKey only.
-	_ = key
+	f.IdempotencyKey = key
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
@@ -117,8 +118,9 @@ func writeProblem(w http.ResponseWriter, ae *apiError) {
 		http.Error(w, ae.detail, ae.status)
 		return
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(ae.status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }

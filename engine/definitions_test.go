@@ -21,9 +21,8 @@ import (
 
 // sharedBackend is one store and one Redis namespace for several nodes.
 type sharedBackend struct {
-	name  string
-	open  func(t *testing.T) (persistence.Store, redis.UniversalClient, string)
-	store persistence.Store
+	name string
+	open func(t *testing.T) (persistence.Store, redis.UniversalClient, string)
 }
 
 // sharedBackends are the embedded default (a SQLite file and a miniredis

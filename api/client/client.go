@@ -348,3 +348,26 @@ func (c *Client) ListQueues(ctx context.Context) ([]Queue, error) {
 	_, _, err := c.do(ctx, http.MethodGet, "/v1/queues", nil, nil, nil, &out)
 	return out.Queues, err
 }
+
+// ListAPIKeys calls GET /v1/api-keys (admin scope).
+func (c *Client) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+	var out APIKeyList
+	_, _, err := c.do(ctx, http.MethodGet, "/v1/api-keys", nil, nil, nil, &out)
+	return out.Keys, err
+}
+
+// CreateAPIKey calls POST /v1/api-keys (admin scope). The answer holds the
+// key's secret, which the server never shows again.
+func (c *Client) CreateAPIKey(ctx context.Context, name, scope string) (CreatedAPIKey, error) {
+	var out CreatedAPIKey
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/api-keys", nil, nil, CreateAPIKeyRequest{Name: name, Scope: scope}, &out)
+	return out, err
+}
+
+// RevokeAPIKey calls DELETE /v1/api-keys/{key} with a key's id or name
+// (admin scope).
+func (c *Client) RevokeAPIKey(ctx context.Context, idOrName string) (APIKey, error) {
+	var out APIKey
+	_, _, err := c.do(ctx, http.MethodDelete, "/v1/api-keys/"+seg(idOrName), nil, nil, nil, &out)
+	return out, err
+}

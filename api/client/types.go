@@ -258,3 +258,31 @@ type WorkflowDetail struct {
 	// Versions are every stored version, newest registration first.
 	Versions []Workflow `json:"versions"`
 }
+
+// APIKey is an API key as listed: never its secret, only its first 12
+// characters (Hint).
+type APIKey struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Scope     string     `json:"scope"`
+	Hint      string     `json:"hint"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// APIKeyList lists every key, revoked ones too, oldest first.
+type APIKeyList struct {
+	Keys []APIKey `json:"keys"`
+}
+
+// CreateAPIKeyRequest is the body of POST /v1/api-keys.
+type CreateAPIKeyRequest struct {
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+}
+
+// CreatedAPIKey is a new key with its secret, which is shown this once.
+type CreatedAPIKey struct {
+	APIKey
+	Secret string `json:"secret"`
+}
