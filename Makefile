@@ -10,9 +10,12 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
+# LISTEN is where `make run` serves the HTTP API.
+LISTEN ?= 127.0.0.1:8080
+
 .PHONY: run
-run: ## run dagflow on the embedded default (miniredis + SQLite), no servers needed
-	$(GO) run ./cmd/dagflow dev
+run: ## the demo on the embedded default (miniredis + SQLite): an order a second and the HTTP API on LISTEN (127.0.0.1:8080), until Ctrl-C
+	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
 
 # The timing tests (a due retry or delayed run starts within 50 ms) run a
 # second time alone, after the rest: on a 2-core machine shared with the

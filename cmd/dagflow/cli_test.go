@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/codec/aesgcm"
@@ -77,6 +78,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"migrate", "extra"}, `"extra"`},
 		{[]string{"worker", "extra"}, `"extra"`},
 		{[]string{"worker", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"serve", "extra"}, `"extra"`},
+		{[]string{"workflows", "show"}, "NAME"},
+		{[]string{"workflows", "frob"}, `"frob"`},
+		{[]string{"trigger"}, "WORKFLOW"},
+		{[]string{"trigger", "order", "--input", "{", "--mysql-dsn", refusingDSN}, "not valid JSON"},
+		{[]string{"schedules", "trigger"}, "NAME"},
+		{[]string{"apikeys", "revoke"}, "ID|NAME"},
+		{[]string{"apikeys", "create", "--scope", "root", "--name", "x", "--mysql-dsn", refusingDSN}, `--scope "root"`},
+		{[]string{"completion", "tcsh"}, "tcsh"},
 		{[]string{"frobnicate"}, `"frobnicate"`},
 	} {
 		code, out, errb := runCLI(t, ctx, tc.args...)
@@ -84,6 +94,41 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("dagflow %s exited %d with stderr %q (stdout %q); want exit 2 and a message naming %s",
 				strings.Join(tc.args, " "), code, errb, out, tc.want)
 		}
+	}
+}
+
+// TestHelpAndCompletion: every command has generated help, and the
+// completion command writes a script for each shell.
+func TestHelpAndCompletion(t *testing.T) {
+	var walk func(c *cobra.Command)
+	var paths [][]string
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			path := strings.Fields(sub.CommandPath())[1:]
+			paths = append(paths, append(path, "-h"))
+			walk(sub)
+		}
+	}
+	walk(newRoot(&secrets{}))
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands: %q", len(paths), paths)
+	}
+	for _, args := range paths {
+		code, out, errb := runCLI(t, context.Background(), args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "dagflow "+args[0]) {
+			t.Errorf("dagflow %s exited %d with %q %q; want its usage", strings.Join(args, " "), code, out, errb)
+		}
+	}
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		code, out, errb := runCLI(t, context.Background(), "completion", shell)
+		if code != 0 || !strings.Contains(out, "dagflow") || len(out) < 1000 {
+			t.Errorf("completion %s exited %d with %d bytes, %q", shell, code, len(out), errb)
+		}
+	}
+	// Completion of a command line, as the shells ask for it.
+	code, out, _ := runCLI(t, context.Background(), "__complete", "sched")
+	if code != 0 || !strings.Contains(out, "schedules") {
+		t.Errorf("__complete sched exited %d with %q; want schedules", code, out)
 	}
 }
 

@@ -1,13 +1,24 @@
 // Command dagflow runs and operates dagflow workflow engines.
 //
-//	dagflow dev                          everything in one process, no servers (miniredis + SQLite)
+//	dagflow dev                          the example workflows and the HTTP API in one process, no servers
+//	                                     (miniredis + SQLite): an order every second until Ctrl-C
+//	dagflow dev --once                   a batch of orders, every step printed; exits when all are finished
+//	dagflow serve                        an engine node with the HTTP API, until SIGINT/SIGTERM
 //	dagflow worker                       an engine node on Redis + MySQL, until SIGINT/SIGTERM
 //	dagflow migrate                      apply the schema migrations to a MySQL database
+//	dagflow workflows [list]             the workflows whose definitions are stored
+//	dagflow workflows show NAME          a workflow's steps, versions and graph (Mermaid)
+//	dagflow trigger WORKFLOW             start a run (--input JSON|@FILE, --key K) and print its id
 //	dagflow runs [list]                  list runs, newest first
 //	dagflow runs show RUN_ID             a run with its steps and history
 //	dagflow dlq [list]                   the dead-letter queue
 //	dagflow dlq retry|discard RUN_ID STEP
+//	dagflow schedules [list]             the schedules, their next fire time and last tick
+//	dagflow schedules pause|resume|trigger NAME
+//	dagflow apikeys [list]               the HTTP API's keys (never their secrets)
+//	dagflow apikeys create --scope S --name N, apikeys revoke ID|NAME
 //	dagflow bench                        end-to-end throughput of the order workflow
+//	dagflow completion SHELL             a completion script for bash, zsh, fish or powershell
 //	dagflow version                      the module version and VCS revision (also --version)
 //
 // Every command takes -h for its flags. Flags may come before or after the
@@ -115,6 +126,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(sec)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Completion scripts, like help, print nothing given to the command:
+	// they are written as they are.
+	addCompletion(root, helpOut)
 	// Help prints no value given to the command, only the flags' help and
 	// their compiled-in defaults: it is written as it is, so that the
 	// forms it documents (user:pass@host) are not taken for secrets.
@@ -149,10 +163,9 @@ func newRoot(sec *secrets) *cobra.Command {
 		Long: "dagflow runs and operates dagflow workflow engines.\n\n" +
 			"Flags may come before or after the arguments. Connection settings also come from\n" +
 			"DAGFLOW_* environment variables; each flag's help names its variable.",
-		Version:           versionString(),
-		SilenceUsage:      true,
-		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown command %q", args[0])
@@ -167,9 +180,28 @@ func newRoot(sec *secrets) *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newWorkerCmd(sec), newMigrateCmd(sec), newRunsCmd(sec), newDLQCmd(sec), newVersionCmd())
+	root.AddCommand(newServeCmd(sec), newWorkerCmd(sec), newMigrateCmd(sec), newWorkflowsCmd(sec), newTriggerCmd(sec),
+		newRunsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newVersionCmd())
 	root.AddCommand(embeddedCommands(sec)...)
 	return root
+}
+
+// addCompletion adds cobra's completion command (completion bash|zsh|...),
+// writing its scripts to out. It is made here rather than by Execute so
+// that a shell it does not know is a usage error, as elsewhere.
+func addCompletion(root *cobra.Command, out io.Writer) {
+	prev := root.OutOrStdout()
+	root.SetOut(out) // the script writers keep the writer they see now
+	root.InitDefaultCompletionCmd()
+	root.SetOut(prev)
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = noArgs
+			c.RunE = func(cmd *cobra.Command, _ []string) error {
+				return usagef("no shell given (want one of: %s)", subcommandNames(cmd))
+			}
+		}
+	}
 }
 
 // noArgs refuses any argument.

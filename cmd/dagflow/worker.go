@@ -51,64 +51,94 @@ func newWorkerCmd(sec *secrets) *cobra.Command {
 			return runWorker(cmd.Context(), &w, cmd.Flags().Changed("queues"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}, &w.b, sec)
+	w.register(cmd)
+	return cmd
+}
+
+// register adds the worker's flags, beside the connection flags, to cmd.
+func (w *workerFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.IntVar(&w.concurrency, "concurrency", 10, "steps run at once")
 	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
 	fs.DurationVar(&w.lease, "lease", 30*time.Second, "step lease")
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
-	return cmd
 }
 
 func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	reg := steps.NewRegistry()
-	if err := orderflow.NewServices().Register(reg); err != nil {
-		return err
-	}
-	wfs, err := dag.LoadFS(workflows.FS, reg)
+	n, err := openNode(ctx, w, queuesGiven, false, logger)
 	if err != nil {
 		return err
 	}
+	defer n.close()
+	if err := n.e.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", n.e.NodeID(), strings.Join(n.queues, ","))
+	<-ctx.Done()
+	return stopWithin(n.e.Stop, w.shutdown, stopGrace)
+}
+
+// node is an engine node as worker and serve run it, not started yet.
+type node struct {
+	e      *engine.Engine
+	queues []string // the queues it works, in priority order
+	close  func()
+}
+
+// openNode connects to the backends and makes an engine node with the
+// built-in workflows registered, working --queues (default: every queue
+// of those workflows). With noWorkers the node registers no workflow and
+// runs no step: it knows the workflows from the stored definitions.
+func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger) (*node, error) {
+	var wfs []*dag.Workflow
 	var queues []string
-	if queuesGiven {
-		left, err := chooseQueues(w.queues, wfs)
-		if err != nil {
-			return err
+	if !noWorkers {
+		reg := steps.NewRegistry()
+		if err := orderflow.NewServices().Register(reg); err != nil {
+			return nil, err
 		}
-		queues = strings.Split(w.queues, ",")
-		for _, q := range sortedKeys(left) {
-			logger.Warn("queue not worked by this node: its steps wait for another node", "queue", q, "steps", strings.Join(left[q], ","))
+		var err error
+		if wfs, err = dag.LoadFS(workflows.FS, reg); err != nil {
+			return nil, err
+		}
+		if queuesGiven {
+			left, err := chooseQueues(w.queues, wfs)
+			if err != nil {
+				return nil, err
+			}
+			queues = strings.Split(w.queues, ",")
+			for _, q := range sortedKeys(left) {
+				logger.Warn("queue not worked by this node: its steps wait for another node", "queue", q, "steps", strings.Join(left[q], ","))
+			}
 		}
 	}
 	store, err := w.b.openStore(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer store.Close()
 	rdb, err := w.b.openRedis(ctx)
 	if err != nil {
-		return err
+		store.Close()
+		return nil, err
 	}
-	defer rdb.Close()
+	closeAll := func() { rdb.Close(); store.Close() }
 	e, err := engine.New(engine.Config{
-		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger,
+		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
 	})
 	if err != nil {
-		return err
+		closeAll()
+		return nil, err
 	}
 	if err := e.Register(wfs...); err != nil {
-		return err
+		closeAll()
+		return nil, err
 	}
-	if err := e.Start(ctx); err != nil {
-		return err
-	}
-	if queues == nil {
+	if queues == nil && !noWorkers {
 		queues = sortedKeys(queueSteps(wfs))
 	}
-	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", e.NodeID(), strings.Join(queues, ","))
-	<-ctx.Done()
-	return stopWithin(e.Stop, w.shutdown, stopGrace)
+	return &node{e: e, queues: queues, close: closeAll}, nil
 }
 
 // queueSteps maps each queue of wfs to its steps, "workflow/step".

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dagflow/dagflow/api"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// defaultListen is where serve and dev listen unless --listen says
+// otherwise: loopback, where no API key is needed until one is created.
+const defaultListen = "127.0.0.1:8080"
+
+// The HTTP server's limits. The API has no streaming route: every answer
+// is one JSON document written at once, so a write timeout is safe.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+type serveFlags struct {
+	w         workerFlags
+	listen    string
+	noWorkers bool
+	maxBody   int64
+}
+
+// newServeCmd is `dagflow serve`: an engine node, as `dagflow worker`
+// runs it, with the HTTP API (package api) on --listen.
+func newServeCmd(sec *secrets) *cobra.Command {
+	var s serveFlags
+	cmd := withBackends(&cobra.Command{
+		Use:   "serve",
+		Short: "run an engine node with the HTTP API until SIGINT/SIGTERM",
+		Long: "Run an engine node on Redis + MySQL with the HTTP API (/v1, /healthz, /readyz,\n" +
+			"/openapi.yaml) on --listen, until SIGINT/SIGTERM.\n\n" +
+			"Every /v1 route needs an API key (dagflow apikeys create). With no key in the store,\n" +
+			"serve listens only on a loopback address, and serves it without keys.\n\n" +
+			"The node registers the built-in workflows and runs their steps, as `dagflow worker`\n" +
+			"does; with --no-workers it registers nothing and runs no step: it knows the\n" +
+			"workflows from the definitions other nodes stored, and triggers and inspects them.\n" +
+			"The first signal stops it gracefully within --shutdown-timeout (the server first,\n" +
+			"then the node); a second signal exits at once.\n\n" + redisURLHelp,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), &s, cmd.Flags().Changed("queues"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}, &s.w.b, sec)
+	s.w.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&s.listen, "listen", defaultListen, "address of the HTTP API, host:port (port 0: any free port)")
+	fs.BoolVar(&s.noWorkers, "no-workers", false, "register no workflow and run no step: serve the API from the stored definitions")
+	fs.Int64Var(&s.maxBody, "max-body-bytes", api.DefaultMaxBodyBytes, "largest request body the API accepts")
+	return cmd
+}
+
+func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stderr io.Writer) error {
+	if s.noWorkers && queuesGiven {
+		return usagef("--queues with --no-workers: a node without workers works no queue")
+	}
+	if s.maxBody < 1 {
+		return usagef("--max-body-bytes %d: must be at least 1", s.maxBody)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger)
+	if err != nil {
+		return err
+	}
+	defer n.close()
+	srv, err := listenAPI(ctx, n.e, s.listen, api.Options{Logger: logger, MaxBodyBytes: s.maxBody}, logger)
+	if err != nil {
+		return err
+	}
+	if err := n.e.Start(ctx); err != nil {
+		srv.l.Close()
+		return err
+	}
+	served := srv.serve()
+	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())
+	if s.noWorkers {
+		fmt.Fprintf(stdout, "dagflow serve: node %s runs no step (--no-workers); SIGTERM stops it\n", n.e.NodeID())
+	} else {
+		fmt.Fprintf(stdout, "dagflow serve: node %s running (queues %s); SIGTERM stops it\n", n.e.NodeID(), strings.Join(n.queues, ","))
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	return errors.Join(serveErr, srv.shutdown(s.w.shutdown), stopWithin(n.e.Stop, s.w.shutdown, stopGrace))
+}
+
+// apiServer is the HTTP API of an engine node, as serve and dev run it.
+type apiServer struct {
+	srv       *http.Server
+	l         net.Listener
+	url       string // http://host:port, the port resolved
+	anonymous bool   // no key in the store: requests without one are let in
+}
+
+// listenAPI listens on addr for the API of e. When the store holds an API
+// key that is not revoked, every /v1 request needs one; when it holds
+// none, listenAPI refuses an address that is not loopback and otherwise
+// lets requests in without a key (api.Options.AllowAnonymous), saying so
+// in the log. Keys created later take effect at the next start.
+func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options, logger *slog.Logger) (*apiServer, error) {
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, usagef("--listen %q: %v (want host:port, such as %s)", addr, err, defaultListen)
+	}
+	loopback := tcp.IP != nil && tcp.IP.IsLoopback()
+	keys, err := activeKeys(ctx, e.Store())
+	if err != nil {
+		return nil, err
+	}
+	if keys == 0 {
+		if !loopback {
+			return nil, fmt.Errorf("--listen %s is not a loopback address and the store holds no API key: "+
+				"create one first (dagflow apikeys create --scope operate --name NAME), or listen on 127.0.0.1", addr)
+		}
+		o.AllowAnonymous = true
+	}
+	l, err := net.ListenTCP("tcp", tcp)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	if o.AllowAnonymous {
+		logger.Warn("the store holds no API key: serving the API without authentication, on loopback only; "+
+			"create a key with `dagflow apikeys create` and restart to require keys", "listen", l.Addr().String())
+	}
+	return &apiServer{
+		srv: &http.Server{
+			Handler:           api.NewHandler(e, o),
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		},
+		l:         l,
+		url:       "http://" + l.Addr().String(),
+		anonymous: o.AllowAnonymous,
+	}, nil
+}
+
+// activeKeys counts the API keys of st that are not revoked.
+func activeKeys(ctx context.Context, st persistence.Store) (int, error) {
+	keys, err := api.ListKeys(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if k.RevokedAt == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// authNote says, after the URL, whether requests need a key.
+func (s *apiServer) authNote() string {
+	if s.anonymous {
+		return " (no API key needed: loopback, and the store holds none)"
+	}
+	return " (requests need an API key: Authorization: Bearer <key>)"
+}
+
+// serve serves the API until shutdown; the channel gets the error that
+// ended it early, if any.
+func (s *apiServer) serve() <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := s.srv.Serve(s.l)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		} else if err != nil {
+			err = fmt.Errorf("serving the API on %s: %w", s.url, err)
+		}
+		done <- err
+	}()
+	return done
+}
+
+// shutdown stops accepting requests and waits, within timeout, for those
+// being served.
+func (s *apiServer) shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.srv.Close()
+		return fmt.Errorf("the API's requests did not finish within %v: %w", timeout, err)
+	}
+	return nil
+}
