@@ -148,6 +148,11 @@ type Store interface {
 	DefinitionUpsert(ctx context.Context, d Definition) (Definition, error)
 	// DefinitionGet returns one version, or ErrDefinitionNotFound.
 	DefinitionGet(ctx context.Context, workflow, version string) (Definition, error)
+	// DefinitionCurrent returns a workflow's current version (the one
+	// registered last, as DefinitionList lists it), or
+	// ErrDefinitionNotFound: one index lookup, for nodes that start runs
+	// of a workflow they know only from the store.
+	DefinitionCurrent(ctx context.Context, workflow string) (Definition, error)
 	// DefinitionList with p.Workflow empty lists the current version
 	// (latest RegisteredAt, ties by the greater Version) of every
 	// workflow, by name; with p.Workflow set, every version of that

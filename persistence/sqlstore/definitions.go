@@ -75,6 +75,9 @@ const (
 	// definitionCurrentSQL reads a workflow's current version:
 	// uq_definitions_current.
 	definitionCurrentSQL = `SELECT version FROM workflow_definitions WHERE current_of = ?`
+	// definitionCurrentRowSQL reads the whole current version, by the
+	// same index.
+	definitionCurrentRowSQL = `SELECT ` + definitionCols + ` FROM workflow_definitions WHERE current_of = ?`
 )
 
 // definitionLatestSQL reads the version a workflow's current one must be:
@@ -180,6 +183,22 @@ func (s *Store) definitionGet(ctx context.Context, q querier, workflow, version 
 	return rows[0].record(), nil
 }
 
+// DefinitionCurrent implements persistence.Store: one entry of
+// uq_definitions_current.
+func (s *Store) DefinitionCurrent(ctx context.Context, workflow string) (persistence.Definition, error) {
+	if err := validName("workflow name", workflow); err != nil {
+		return persistence.Definition{}, err
+	}
+	var rows []definitionRow
+	if err := s.selectAll(ctx, s.db, &rows, definitionCurrentRowSQL, workflow); err != nil {
+		return persistence.Definition{}, wrap("definition current", err)
+	}
+	if len(rows) == 0 {
+		return persistence.Definition{}, fmt.Errorf("%w: workflow %q has no stored definition", persistence.ErrDefinitionNotFound, workflow)
+	}
+	return rows[0].record(), nil
+}
+
 // DefinitionList implements persistence.Store.
 func (s *Store) DefinitionList(ctx context.Context, p persistence.DefinitionListParams) ([]persistence.Definition, error) {
 	if p.Workflow != "" {
@@ -210,6 +229,7 @@ func (s *Store) DefinitionQueries() []Query {
 		{Name: "DefinitionList", SQL: all},
 		{Name: "DefinitionList@workflow", SQL: one, Args: args},
 		{Name: "DefinitionGet", SQL: definitionGetSQL, Args: []any{"w1", "a1b2c3d4e5f60718"}},
+		{Name: "DefinitionCurrent", SQL: definitionCurrentRowSQL, Args: []any{"w1"}},
 		{Name: "DefinitionUpsert/current", SQL: definitionCurrentSQL + s.d.ForUpdate, Args: []any{"w1"}},
 		{Name: "DefinitionUpsert/latest", SQL: s.definitionLatestSQL(), Args: []any{"w1"}},
 	}

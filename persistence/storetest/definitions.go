@@ -125,6 +125,20 @@ func (s *suite) testDefinitions(t *testing.T, st persistence.Store) {
 		t.Errorf("current versions with a tie (-want +got):\n%s", diff)
 	}
 
+	// The current version alone, as DefinitionList lists it.
+	for wf, want := range map[string]string{"tie": "cccc", "order": "ffff000011112222", "billing": "0000000000000001"} {
+		cur, err := st.DefinitionCurrent(c, wf)
+		if err != nil || cur.Version != want || cur.Workflow != wf || len(cur.Spec) == 0 {
+			t.Errorf("DefinitionCurrent(%s) = %s@%s (%d spec bytes), %v; want version %s", wf, cur.Workflow, cur.Version, len(cur.Spec), err, want)
+		}
+	}
+	if _, err := st.DefinitionCurrent(c, "nobody"); !errors.Is(err, persistence.ErrDefinitionNotFound) {
+		t.Errorf("DefinitionCurrent(nobody) = %v, want ErrDefinitionNotFound", err)
+	}
+	if _, err := st.DefinitionCurrent(c, "a'b"); !errors.Is(err, persistence.ErrInvalid) {
+		t.Errorf("DefinitionCurrent(a'b) = %v, want ErrInvalid", err)
+	}
+
 	// Unknown versions and workflows.
 	for _, k := range [][2]string{{"order", "0123"}, {"nobody", v1.Version}, {"order", "A1B2"}, {"", ""}, {"bad name", "x"}, {"order", hostile["injection"]}} {
 		if _, err := st.DefinitionGet(c, k[0], k[1]); !errors.Is(err, persistence.ErrDefinitionNotFound) {
