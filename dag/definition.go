@@ -28,7 +28,11 @@ type Definition struct {
 }
 
 // StepDefinition is one step of a [Definition], every default resolved.
+//
+// Its JSON form is hashed ([Definition.Hash]): a field added later must be
+// omitempty, so that the plans that do not use it keep their versions.
 type StepDefinition struct {
+	// Name is the step's name.
 	Name string `json:"name"`
 	// Deps lists every dependency in declaration order; Needs is the
 	// subset given with [Needs] (the others were given with [After]).
@@ -47,11 +51,15 @@ type StepDefinition struct {
 // RetryDefinition is a resolved [RetryPolicy] with its durations written
 // as Go durations ("1s").
 type RetryDefinition struct {
-	MaxAttempts    int     `json:"max_attempts"`
-	InitialBackoff string  `json:"initial_backoff"`
-	MaxBackoff     string  `json:"max_backoff"`
-	Multiplier     float64 `json:"multiplier"`
-	Jitter         float64 `json:"jitter"`
+	// MaxAttempts is RetryPolicy.MaxAttempts.
+	MaxAttempts int `json:"max_attempts"`
+	// InitialBackoff and MaxBackoff are RetryPolicy's, as Go durations.
+	InitialBackoff string `json:"initial_backoff"`
+	MaxBackoff     string `json:"max_backoff"`
+	// Multiplier is RetryPolicy.Multiplier.
+	Multiplier float64 `json:"multiplier"`
+	// Jitter is the resolved RetryPolicy.Jitter, in [0, 1] (0: none).
+	Jitter float64 `json:"jitter"`
 }
 
 // Definition returns the workflow's plan without its code.
@@ -232,17 +240,23 @@ type Graph struct {
 
 // GraphNode is one step of a [Graph].
 type GraphNode struct {
-	ID           string `json:"id"`
-	Queue        string `json:"queue"`
-	When         string `json:"when,omitempty"`
-	Compensation bool   `json:"compensation"`
+	// ID is the step's name.
+	ID string `json:"id"`
+	// Queue is the step's queue.
+	Queue string `json:"queue"`
+	// When is the step's condition, empty when it always runs.
+	When string `json:"when,omitempty"`
+	// Compensation says the step has a compensation.
+	Compensation bool `json:"compensation"`
 }
 
 // GraphEdge goes from a dependency to its dependent; Kind is "needs" for
 // a dependency given with [Needs], "after" for one given with [After].
 type GraphEdge struct {
+	// From is the dependency, To the dependent step.
 	From string `json:"from"`
 	To   string `json:"to"`
+	// Kind is "needs" or "after".
 	Kind string `json:"kind"`
 }
 

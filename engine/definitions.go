@@ -51,12 +51,10 @@ func (e *Engine) Definitions(ctx context.Context) ([]WorkflowDefinition, error) 
 	out := make([]WorkflowDefinition, 0, len(rows))
 	seen := map[string]bool{}
 	for _, r := range rows {
-		wd, err := e.workflowDefinition(r)
-		if err != nil {
-			return nil, err
-		}
 		seen[r.Workflow] = true
-		out = append(out, wd)
+		if wd, ok := e.workflowDefinition(r); ok {
+			out = append(out, wd)
+		}
 	}
 	for _, rw := range e.registeredPlans() {
 		if !seen[rw.Name] {
@@ -78,11 +76,9 @@ func (e *Engine) DefinitionVersions(ctx context.Context, name string) ([]Workflo
 	}
 	out := make([]WorkflowDefinition, 0, len(rows)+1)
 	for _, r := range rows {
-		wd, err := e.workflowDefinition(r)
-		if err != nil {
-			return nil, err
+		if wd, ok := e.workflowDefinition(r); ok {
+			out = append(out, wd)
 		}
-		out = append(out, wd)
 	}
 	if _, hash := e.registered(name); hash != "" {
 		stored := false
@@ -103,16 +99,20 @@ func (e *Engine) DefinitionVersions(ctx context.Context, name string) ([]Workflo
 	return out, nil
 }
 
-func (e *Engine) workflowDefinition(r persistence.Definition) (WorkflowDefinition, error) {
+// workflowDefinition decodes a stored version; one this binary cannot
+// read (a newer binary's form?) is left out of listings, with a warning,
+// rather than fail them.
+func (e *Engine) workflowDefinition(r persistence.Definition) (WorkflowDefinition, bool) {
 	var d dag.Definition
 	if err := json.Unmarshal(r.Spec, &d); err != nil {
-		return WorkflowDefinition{}, fmt.Errorf("engine: workflow %q version %s: stored definition: %w", r.Workflow, r.Version, err)
+		e.log.Warn("a stored workflow definition cannot be read; left out", "workflow", r.Workflow, "version", r.Version, "err", err)
+		return WorkflowDefinition{}, false
 	}
 	_, hash := e.registered(r.Workflow)
 	return WorkflowDefinition{
 		Name: r.Workflow, Version: r.Version, Declared: r.Declared, Definition: d,
 		CreatedAt: r.CreatedAt, RegisteredAt: r.RegisteredAt, Handlers: hash == r.Version,
-	}, nil
+	}, true
 }
 
 // registeredPlans describes the workflows registered on this node.
@@ -135,96 +135,125 @@ func (e *Engine) registered(name string) (*dag.Workflow, string) {
 	return e.workflows[name], e.hashes[name]
 }
 
-// storeDefinitions records the plans of the given registered workflows
-// (all of them when names is empty).
-func (e *Engine) storeDefinitions(ctx context.Context, names ...string) error {
+// storeDefinitions records the plans of workflows.
+func (e *Engine) storeDefinitions(ctx context.Context, workflows []*dag.Workflow) error {
 	now := e.clock.Now()
-	for _, wd := range e.registeredPlans() {
-		if len(names) > 0 && !contains(names, wd.Name) {
-			continue
-		}
-		spec, err := json.Marshal(wd.Definition)
+	for _, w := range workflows {
+		d := w.Definition()
+		spec, err := json.Marshal(d)
 		if err != nil {
-			return fmt.Errorf("engine: workflow %q: definition: %w", wd.Name, err)
+			return fmt.Errorf("engine: workflow %q: definition: %w", w.Name(), err)
 		}
 		_, err = e.store.DefinitionUpsert(ctx, persistence.Definition{
-			Workflow: wd.Name, Version: wd.Version, Declared: wd.Declared, Spec: spec, RegisteredAt: now,
+			Workflow: w.Name(), Version: d.Hash(), Declared: d.Declared, Spec: spec, RegisteredAt: now,
 		})
 		if err != nil {
-			return fmt.Errorf("engine: store the definition of workflow %q: %w", wd.Name, err)
+			return fmt.Errorf("engine: store the definition of workflow %q: %w", w.Name(), err)
 		}
 	}
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// registeredWorkflows returns the workflows registered on this node.
+func (e *Engine) registeredWorkflows() []*dag.Workflow {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*dag.Workflow, 0, len(e.workflows))
+	for _, w := range e.workflows {
+		out = append(out, w)
 	}
-	return false
+	return out
 }
 
 // plans caches the plans built from stored definitions: by (workflow,
 // version) for runs that follow another version than this node's (a
 // version never changes, so they are kept), and by workflow for the
 // current version of a workflow this node only knows from the store
-// (Trigger on a node without its handlers; refreshed after
-// currentPlanTTL).
+// (Trigger on a node without its handlers; read again after
+// currentPlanTTL, by one caller at a time). Register empties it: a plan
+// built before holds none of the new handlers.
 type plans struct {
 	mu       sync.Mutex
 	versions map[planKey]*dag.Workflow
 	current  map[string]currentPlan
+	// refresh lets one caller at a time read a current version, so that
+	// the triggers waiting on an expired entry cost one query.
+	refresh sync.Mutex
 }
 
 type planKey struct{ workflow, version string }
 
+// currentPlan is a workflow's current version as last read; plan is nil
+// for a workflow the store did not know then.
 type currentPlan struct {
 	plan    *dag.Workflow
 	version string
 	read    time.Time
 }
 
-// maxCachedPlans bounds the version cache: past it, the cache starts
-// over (plans are rebuilt from the store on demand).
+// maxCachedPlans bounds each cache: past it, the cache starts over
+// (plans are rebuilt from the store on demand).
 const maxCachedPlans = 1024
 
 // currentPlanTTL is how long a node without a workflow's handlers starts
-// its runs on the version it read last, before it reads the current
-// version again: a deploy reaches such nodes within it.
+// its runs on the version it read last (or answers that the workflow is
+// unknown) before it reads the current version again: a deploy reaches
+// such nodes within it. The age is wall-clock time, not the engine's
+// Clock: it measures a cache, not a due time.
 const currentPlanTTL = 2 * time.Second
 
+// unknownPlanTTL is how long a workflow the store did not know stays
+// unknown to such a node: short, so that a workflow is known within a
+// moment of its first node's start, and enough that a caller repeating a
+// wrong name does not cost a query per call.
+const unknownPlanTTL = 500 * time.Millisecond
+
+func (p *plans) reset() {
+	p.mu.Lock()
+	p.versions, p.current = nil, nil
+	p.mu.Unlock()
+}
+
 // planFor returns the plan a run follows: the registered workflow when
-// the run started on its version (or on none recorded), else the run's
-// version from the store, with this node's handlers where it has them.
-// It returns nil for a workflow this node neither has nor finds. A
-// version the store cannot give (an outage; rows deleted) falls back to
-// the registered workflow: the same steps and handlers, perhaps other
-// conditions or policies, which is logged.
-func (e *Engine) planFor(ctx context.Context, run persistence.Run) *dag.Workflow {
+// the run started on its version (or on none recorded: runs created
+// before versions were recorded follow each node's own version), else
+// the run's version from the store, with this node's handlers where it
+// has them. It returns nil for a workflow this node neither has nor
+// finds. A version the store no longer has falls back, with a warning,
+// to the registered workflow (the same steps and handlers, perhaps other
+// conditions or policies); a store that does not answer is an error, and
+// the caller leaves the step for later rather than follow the wrong plan.
+func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflow, error) {
 	w, hash := e.registered(run.Workflow)
 	if run.Definition == "" || run.Definition == hash {
-		return w
+		return w, nil
 	}
 	key := planKey{run.Workflow, run.Definition}
 	e.plans.mu.Lock()
 	p := e.plans.versions[key]
 	e.plans.mu.Unlock()
 	if p != nil {
-		return p
+		return p, nil
 	}
 	r, err := e.store.DefinitionGet(ctx, run.Workflow, run.Definition)
-	if err == nil {
-		var d dag.Definition
-		if err = json.Unmarshal(r.Spec, &d); err == nil {
-			p, err = dag.FromDefinition(d, w)
-		}
+	switch {
+	case errors.Is(err, persistence.ErrDefinitionNotFound):
+		e.log.Warn("the run's workflow version is not in the store; following this node's version",
+			"run_id", run.ID, "workflow", run.Workflow, "version", run.Definition, "node_version", hash)
+		return w, nil
+	case err != nil:
+		return nil, fmt.Errorf("engine: run %s: read version %s of workflow %q: %w", run.ID, run.Definition, run.Workflow, err)
+	}
+	var d dag.Definition
+	if err = json.Unmarshal(r.Spec, &d); err == nil {
+		p, err = dag.FromDefinition(d, w)
 	}
 	if err != nil {
-		e.log.Warn("the run's workflow version could not be read; following this node's version",
+		// A definition this binary cannot read (a newer binary's?):
+		// the node's own version is the best it can follow.
+		e.log.Warn("the run's workflow version cannot be read; following this node's version",
 			"run_id", run.ID, "workflow", run.Workflow, "version", run.Definition, "node_version", hash, "err", err)
-		return w
+		return w, nil
 	}
 	e.plans.mu.Lock()
 	if e.plans.versions == nil || len(e.plans.versions) >= maxCachedPlans {
@@ -232,7 +261,7 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) *dag.Workflow
 	}
 	e.plans.versions[key] = p
 	e.plans.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // triggerPlan returns the plan a new run of workflow follows and its
@@ -242,42 +271,71 @@ func (e *Engine) triggerPlan(ctx context.Context, workflow string) (*dag.Workflo
 	if w, hash := e.registered(workflow); w != nil {
 		return w, hash, nil
 	}
-	now := time.Now()
-	e.plans.mu.Lock()
-	c, ok := e.plans.current[workflow]
-	e.plans.mu.Unlock()
-	if ok && now.Sub(c.read) < currentPlanTTL {
-		return c.plan, c.version, nil
-	}
-	rows, err := e.store.DefinitionList(ctx, persistence.DefinitionListParams{Workflow: workflow})
-	if err != nil {
-		if errors.Is(err, persistence.ErrInvalid) {
-			return nil, "", &WorkflowError{Workflow: workflow, Err: ErrUnknownWorkflow}
+	c, ok := e.plans.fresh(workflow)
+	if !ok {
+		e.plans.refresh.Lock()
+		defer e.plans.refresh.Unlock()
+		if c, ok = e.plans.fresh(workflow); !ok {
+			var err error
+			if c, err = e.readCurrent(ctx, workflow); err != nil {
+				return nil, "", err
+			}
 		}
-		return nil, "", fmt.Errorf("engine: workflow %q: read its definition: %w", workflow, err)
 	}
-	if len(rows) == 0 {
+	if c.plan == nil {
 		return nil, "", &WorkflowError{Workflow: workflow, Err: ErrUnknownWorkflow}
 	}
-	r := rows[0]
-	if ok && c.version == r.Version {
-		c.read = now
-	} else {
+	return c.plan, c.version, nil
+}
+
+// fresh returns the cached current version of workflow if it was read
+// within currentPlanTTL.
+func (p *plans) fresh(workflow string) (currentPlan, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.current[workflow]
+	ttl := currentPlanTTL
+	if c.plan == nil {
+		ttl = unknownPlanTTL
+	}
+	return c, ok && time.Since(c.read) < ttl
+}
+
+// readCurrent reads workflow's current version from the store (one index
+// lookup; the plan is rebuilt only when the version changed) and caches
+// it, an unknown workflow included.
+func (e *Engine) readCurrent(ctx context.Context, workflow string) (currentPlan, error) {
+	now := time.Now()
+	r, err := e.store.DefinitionCurrent(ctx, workflow)
+	var c currentPlan
+	switch {
+	case errors.Is(err, persistence.ErrDefinitionNotFound), errors.Is(err, persistence.ErrInvalid):
+		c = currentPlan{read: now}
+	case err != nil:
+		return currentPlan{}, fmt.Errorf("engine: workflow %q: read its definition: %w", workflow, err)
+	default:
+		e.plans.mu.Lock()
+		old := e.plans.current[workflow]
+		e.plans.mu.Unlock()
+		if old.plan != nil && old.version == r.Version {
+			c = currentPlan{plan: old.plan, version: r.Version, read: now}
+			break
+		}
 		var d dag.Definition
 		if err := json.Unmarshal(r.Spec, &d); err != nil {
-			return nil, "", fmt.Errorf("engine: workflow %q version %s: stored definition: %w", workflow, r.Version, err)
+			return currentPlan{}, fmt.Errorf("engine: workflow %q version %s: stored definition: %w", workflow, r.Version, err)
 		}
 		p, err := dag.FromDefinition(d, nil)
 		if err != nil {
-			return nil, "", fmt.Errorf("engine: workflow %q version %s: stored definition: %w", workflow, r.Version, err)
+			return currentPlan{}, fmt.Errorf("engine: workflow %q version %s: stored definition: %w", workflow, r.Version, err)
 		}
 		c = currentPlan{plan: p, version: r.Version, read: now}
 	}
 	e.plans.mu.Lock()
-	if e.plans.current == nil {
+	if e.plans.current == nil || len(e.plans.current) >= maxCachedPlans {
 		e.plans.current = map[string]currentPlan{}
 	}
 	e.plans.current[workflow] = c
 	e.plans.mu.Unlock()
-	return c.plan, c.version, nil
+	return c, nil
 }

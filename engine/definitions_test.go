@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,14 +108,17 @@ func TestTriggerFromStoredDefinition(t *testing.T) {
 			}
 			worker := isoNode{store: st, redis: rdb, prefix: prefix, id: "worker", workflows: []*dag.Workflow{v1}}.start(t)
 
+			// Known on the API node within a moment of the worker's start.
 			var ids []string
-			for range 5 {
+			testenv.Eventually(t, 5*time.Second, func() bool {
 				id, err := api.Trigger(context.Background(), "order", map[string]int{"total": 500})
-				if err != nil {
+				if err == nil {
+					ids = append(ids, id)
+				} else if !errors.Is(err, engine.ErrUnknownWorkflow) {
 					t.Fatalf("trigger on the API node: %v", err)
 				}
-				ids = append(ids, id)
-			}
+				return len(ids) == 5
+			}, "the API node did not start runs of order")
 			waitFinished(t, worker, ids, 30*time.Second)
 			for _, id := range ids {
 				info := mustGet(t, api, id)
@@ -240,4 +244,157 @@ func TestRunFollowsItsVersion(t *testing.T) {
 			noDeadLetters(t, st)
 		})
 	}
+}
+
+// sagaV is reserve -> ship where ship always fails: v1's reserve has a
+// compensation, v2's has none. Calls are counted by step, compensations
+// as "undo".
+func sagaV(t *testing.T, v int, calls *sync.Map) *dag.Workflow {
+	t.Helper()
+	count := func(name string) {
+		n, _ := calls.LoadOrStore(name, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	reserve := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		count("reserve")
+		return json.RawMessage(`{}`), nil
+	})
+	ship := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		count("ship")
+		return nil, steps.Permanent(errors.New("carrier refused"))
+	})
+	undo := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		count("undo")
+		return nil, nil
+	})
+	var opts []dag.StepOption
+	if v == 1 {
+		opts = append(opts, dag.Compensate(undo))
+	}
+	w, err := dag.New("saga", dag.Version(v), dag.DefaultRetry(dag.RetryPolicy{MaxAttempts: 2, InitialBackoff: 10 * time.Millisecond})).
+		Step("reserve", reserve, opts...).
+		Step("ship", ship, dag.After("reserve")).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// A run of v1 compensates on v1's plan: a v2 node (whose reserve has no
+// compensation) neither skips the undo nor spends its attempts on it; a
+// v1 node undoes it.
+func TestCompensationWaitsForANodeWithIt(t *testing.T) {
+	for _, b := range sharedBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, rdb, prefix := b.open(t)
+			var calls1, calls2 sync.Map
+			v1, v2 := sagaV(t, 1, &calls1), sagaV(t, 2, &calls2)
+			starter := isoNode{store: st, redis: rdb, prefix: prefix, id: "v1-api", noWorkers: true, workflows: []*dag.Workflow{v1}}.start(t)
+			isoNode{store: st, redis: rdb, prefix: prefix, id: "v2", workflows: []*dag.Workflow{v2}}.start(t)
+			id, err := starter.Trigger(context.Background(), "saga", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool {
+				r, err := st.RunGet(context.Background(), id)
+				return err == nil && r.Status == persistence.RunCompensating
+			}, "the run did not start compensating on v2")
+			time.Sleep(1500 * time.Millisecond) // the v2 node sees the undo task more than once
+			s, err := st.StepGet(context.Background(), id, "reserve")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Status != persistence.StepCompensating || s.CompAttempt != 0 {
+				t.Fatalf("reserve on v2 alone: %s after %d compensation attempts; want compensating, none spent", s.Status, s.CompAttempt)
+			}
+
+			isoNode{store: st, redis: rdb, prefix: prefix, id: "v1", workflows: []*dag.Workflow{v1}}.start(t)
+			testenv.Eventually(t, 10*time.Second, func() bool {
+				r, err := st.RunGet(context.Background(), id)
+				return err == nil && r.Status == persistence.RunCompensated
+			}, "the v1 node did not undo reserve")
+			if callsOf(&calls1, "undo") != 1 || callsOf(&calls2, "undo") != 0 {
+				t.Errorf("undo ran %d times on v1, %d on v2; want once on v1", callsOf(&calls1, "undo"), callsOf(&calls2, "undo"))
+			}
+		})
+	}
+}
+
+// storeWithFailingDefinitions fails DefinitionUpsert while fail is set.
+type storeWithFailingDefinitions struct {
+	persistence.Store
+	fail atomic.Bool
+}
+
+func (s *storeWithFailingDefinitions) DefinitionUpsert(ctx context.Context, d persistence.Definition) (persistence.Definition, error) {
+	if s.fail.Load() {
+		return persistence.Definition{}, errors.New("database on fire")
+	}
+	return s.Store.DefinitionUpsert(ctx, d)
+}
+
+// Register on a started engine stores the definition first: on failure
+// nothing is registered and Register can be called again.
+func TestRegisterAfterStartStoresTheDefinition(t *testing.T) {
+	st := &storeWithFailingDefinitions{Store: sqliteStore(t)}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	e := isoNode{store: st, redis: rdb, prefix: "dagflow", id: "late"}.start(t)
+	var calls sync.Map
+	v1 := orderV(t, 1, &calls, nil)
+
+	st.fail.Store(true)
+	if err := e.Register(v1); err == nil || !strings.Contains(err.Error(), "database on fire") {
+		t.Fatalf("Register with the store failing: %v; want its error", err)
+	}
+	if e.Workflow("order") != nil {
+		t.Fatal("a workflow whose definition was not stored is registered")
+	}
+	st.fail.Store(false)
+	if err := e.Register(v1); err != nil {
+		t.Fatalf("Register again: %v", err)
+	}
+	vs, err := e.DefinitionVersions(context.Background(), "order")
+	if err != nil || len(vs) != 1 || vs[0].Version != v1.Definition().Hash() || vs[0].RegisteredAt.IsZero() {
+		t.Fatalf("versions after Register: %+v, %v; want v1, stored", vs, err)
+	}
+	id, err := e.Trigger(context.Background(), "order", map[string]int{"total": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.Wait(context.Background(), id); err != nil || r.Status != persistence.RunSucceeded {
+		t.Fatalf("run of a workflow registered after Start: %+v, %v", r, err)
+	}
+}
+
+// A node without a workflow's handlers starts runs on the version
+// deployed last, within a few seconds of its deploy.
+func TestTriggerFollowsTheCurrentVersion(t *testing.T) {
+	st := sqliteStore(t)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	var calls sync.Map
+	v1, v2 := orderV(t, 1, &calls, nil), orderV(t, 2, &calls, nil)
+	api := isoNode{store: st, redis: rdb, prefix: "dagflow", id: "api", noWorkers: true}.start(t)
+	isoNode{store: st, redis: rdb, prefix: "dagflow", id: "w1", workflows: []*dag.Workflow{v1}}.start(t)
+	version := func() string {
+		id, err := api.Trigger(context.Background(), "order", map[string]int{"total": 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.RunGet(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Definition
+	}
+	if v := version(); v != v1.Definition().Hash() {
+		t.Fatalf("first run on %s; want v1", v)
+	}
+	isoNode{store: st, redis: rdb, prefix: "dagflow", id: "w2", workflows: []*dag.Workflow{v2}}.start(t)
+	testenv.Eventually(t, 10*time.Second, func() bool { return version() == v2.Definition().Hash() },
+		"the API node did not move to v2")
 }

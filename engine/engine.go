@@ -28,6 +28,7 @@ type Engine struct {
 	clock Clock
 
 	mu        sync.RWMutex
+	regMu     sync.Mutex // one Register at a time
 	workflows map[string]*dag.Workflow
 	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
@@ -128,39 +129,52 @@ func (e *Engine) Queue() *queue.Queue { return e.q }
 func (e *Engine) Store() persistence.Store { return e.store }
 
 // Register makes workflows known to the engine: this node runs their
-// steps, and their definitions (plans, never code) are stored at Start
-// (at once on a started engine), so that every node can list and trigger
-// them. A name registered twice is an error. Register a workflow on the
-// nodes that should run it; a node without it can still trigger it once
-// one node has stored its definition.
+// steps, and their definitions (plans, never code) are stored at Start,
+// or at once on a started engine (an error then registers nothing), so
+// that every node can list and trigger them. A name registered twice is
+// an error. Register a workflow on the nodes that should run it; a node
+// without it can still trigger it once a node has stored its definition
+// (but fires no schedule of it: schedules are fired by nodes that
+// registered their workflow).
 func (e *Engine) Register(workflows ...*dag.Workflow) error {
-	e.mu.Lock()
-	names := make([]string, 0, len(workflows))
-	for _, w := range workflows {
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	e.mu.RLock()
+	for i, w := range workflows {
 		if w == nil {
-			e.mu.Unlock()
+			e.mu.RUnlock()
 			return errors.New("engine: Register: nil workflow")
 		}
-		if _, ok := e.workflows[w.Name()]; ok {
-			e.mu.Unlock()
+		_, dup := e.workflows[w.Name()]
+		for _, x := range workflows[:i] {
+			dup = dup || x.Name() == w.Name()
+		}
+		if dup {
+			e.mu.RUnlock()
 			return &WorkflowError{Workflow: w.Name(), Err: ErrDuplicateWorkflow}
 		}
 	}
+	e.mu.RUnlock()
+	if e.state.Load() == 1 {
+		// Stored before they are used: a run of them records a version
+		// every node can read.
+		ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+		defer cancel()
+		if err := e.storeDefinitions(ctx, workflows); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
 	for _, w := range workflows {
 		e.workflows[w.Name()] = w
 		e.hashes[w.Name()] = w.Definition().Hash()
-		names = append(names, w.Name())
 		for _, s := range w.Steps() {
 			e.queues[s.Queue] = true
 		}
 	}
 	e.mu.Unlock()
-	if e.state.Load() != 1 {
-		return nil // Start stores them
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
-	defer cancel()
-	return e.storeDefinitions(ctx, names...)
+	e.plans.reset()
+	return nil
 }
 
 // registerTimeout bounds the store write of Register on a started engine.
@@ -240,7 +254,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	} else if err != nil {
 		e.log.Warn("binding the Redis prefix to the store failed; the node claims nothing until it is bound", "err", err)
 	}
-	if err := e.storeDefinitions(ctx); err != nil {
+	if err := e.storeDefinitions(ctx, e.registeredWorkflows()); err != nil {
 		e.state.Store(0)
 		return err
 	}

@@ -37,7 +37,8 @@ func (e *WorkflowError) Error() string {
 // Unwrap returns the sentinel.
 func (e *WorkflowError) Unwrap() error { return e.Err }
 
-// RetryRefusedError says why a dead step cannot be retried.
+// RetryRefusedError says why a dead step (RetryDead) or a run's dead
+// steps (RetryRun, Step empty) cannot be retried.
 type RetryRefusedError struct {
 	RunID  string
 	Step   string
@@ -45,6 +46,9 @@ type RetryRefusedError struct {
 }
 
 func (e *RetryRefusedError) Error() string {
+	if e.Step == "" {
+		return fmt.Sprintf("engine: run %s: retry refused: %s", e.RunID, e.Reason)
+	}
 	return fmt.Sprintf("engine: run %s step %q: retry refused: %s", e.RunID, e.Step, e.Reason)
 }
 

@@ -188,6 +188,10 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 	ex.fence = fence
 	e.inflightMu.Unlock()
 	now := e.clock.Now()
+	handles := e.handles
+	if ref.Compensation {
+		handles = e.handlesCompensation
+	}
 	res, err := e.store.StepClaim(ctx, persistence.StepClaimParams{
 		RunID:        ref.RunID,
 		Step:         ref.Step,
@@ -197,7 +201,7 @@ func (e *Engine) claim(ctx context.Context, ex *execution, ref taskRef, withOutp
 		LeaseUntil:   now.Add(e.cfg.Lease),
 		Now:          now,
 		WithOutputs:  withOutputs,
-		Handles:      e.handles,
+		Handles:      handles,
 	})
 	switch {
 	case err == nil:

@@ -54,6 +54,19 @@ func (e *Engine) handles(workflow, step string) bool {
 	return w != nil && w.Step(step) != nil
 }
 
+// handlesCompensation reports whether this node can undo a step: its
+// workflow is registered here with that step and its compensation. A
+// node whose version lacks the compensation leaves it, unclaimed and with
+// no attempt used, to a node whose version has it.
+func (e *Engine) handlesCompensation(workflow, step string) bool {
+	w := e.Workflow(workflow)
+	if w == nil {
+		return false
+	}
+	s := w.Step(step)
+	return s != nil && s.Compensation != nil
+}
+
 // bindNamespace binds the Redis prefix to the store (Start, and every
 // reconcile pass, which rewrites the binding after Redis lost it). A
 // prefix bound to another store gives a *NamespaceError and stops this

@@ -75,7 +75,10 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		return true
 	}
 	fail := func(err error) bool {
-		w := e.planFor(ctx, res.Run)
+		w, perr := e.planFor(ctx, res.Run)
+		if perr != nil {
+			w = e.Workflow(res.Run.Workflow) // its retry policy, for want of the run's
+		}
 		var sdef *dag.Step
 		if w != nil {
 			sdef = w.Step(ex.step)

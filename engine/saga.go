@@ -48,7 +48,11 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		return
 	}
 	log := e.log.With("run_id", run.ID, "workflow", run.Workflow)
-	w := e.planFor(ctx, run)
+	w, err := e.planFor(ctx, run)
+	if err != nil {
+		log.Warn("saga: the run's workflow version could not be read; the reconciler will resume it", "err", err)
+		return
+	}
 	if w == nil {
 		log.Warn("saga: workflow not registered on this node")
 		return
@@ -137,8 +141,9 @@ func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res per
 	case sdef.Compensation == nil:
 		return steps.Permanent(fmt.Errorf("step %q has no compensation", ex.step))
 	case !sdef.HasCompensationHandler():
-		// The run's version has a compensation this node's lacks: a
-		// node of that version (or a later one with it) undoes it.
+		// The run's version has a compensation this node's lacks. The
+		// claim refuses such a step (handlesCompensation), so this is
+		// only a registration racing the claim: try again.
 		return fmt.Errorf("step %q: the compensation of the run's workflow version is not on node %s", ex.step, e.cfg.NodeID)
 	case attempt > sdef.Retry.MaxAttempts:
 		return steps.Permanent(fmt.Errorf("compensation attempt %d exceeds the %d allowed: earlier attempts lost their worker", attempt, sdef.Retry.MaxAttempts))
@@ -204,7 +209,12 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	attempt := res.Step.CompAttempt
 	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
 		slog.String("step", ref.Step), slog.Int("compensation_attempt", attempt))
-	w := e.planFor(ctx, res.Run)
+	w, err := e.planFor(ctx, res.Run)
+	if err != nil {
+		log.Warn("compensation left for later: its workflow version could not be read", "err", err)
+		e.releaseLease(context.WithoutCancel(ctx), ex.runID, ex.step, ex.fence)
+		return false
+	}
 	var sdef *dag.Step
 	if w != nil {
 		sdef = w.Step(ref.Step)

@@ -43,7 +43,14 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 	e.stats.stepsStarted.Add(1)
 	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
 		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
-	w := e.planFor(ctx, res.Run)
+	w, err := e.planFor(ctx, res.Run)
+	if err != nil {
+		// The run's plan is unknown for now: run nothing rather than
+		// follow another version's; the step is taken again shortly.
+		log.Warn("step left for later: its workflow version could not be read", "err", err)
+		e.releaseLease(context.WithoutCancel(ctx), ex.runID, ex.step, ex.fence)
+		return false
+	}
 	var sdef *dag.Step
 	if w != nil {
 		sdef = w.Step(ref.Step)
@@ -61,7 +68,7 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 
-	res, err := e.decodeClaim(ctx, res)
+	res, err = e.decodeClaim(ctx, res)
 	if err != nil {
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
