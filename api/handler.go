@@ -64,7 +64,6 @@ type server struct {
 	o    Options
 	log  *slog.Logger
 	auth *authenticator
-	idem keyedMutex
 }
 
 // NewHandler returns the HTTP API of e: /v1 (JSON), /healthz, /readyz and

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
@@ -54,7 +53,7 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Input) > 0 {
 		input = json.RawMessage(req.Input)
 	}
-	id, created, err := s.trigger(r.Context(), name, key, input, opts)
+	id, created, err := s.trigger(r.Context(), name, input, opts)
 	if err != nil {
 		return err
 	}
@@ -70,64 +69,13 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, status, toRun(info.Run))
 }
 
-// trigger starts a run and tells whether this call created it. With a key,
-// the calls of this process with the same workflow and key take turns,
-// and a call creates the run when no run had the key before it: so of
-// concurrent calls with one key, exactly one answers 201. (Calls on two
-// nodes racing for the same new key may both answer 201 for the same run;
-// both get the same run.)
-func (s *server) trigger(ctx context.Context, workflow, key string, input any, opts []engine.TriggerOption) (string, bool, error) {
-	if key == "" {
-		id, err := s.e.Trigger(ctx, workflow, input, opts...)
-		return id, err == nil, err
-	}
-	unlock := s.idem.lock(workflow + "\x00" + key)
-	defer unlock()
-	existed, err := s.runWithKey(ctx, workflow, key)
-	if err != nil {
-		return "", false, err
-	}
-	id, err := s.e.Trigger(ctx, workflow, input, opts...)
-	if err != nil {
-		return "", false, err
-	}
-	return id, !existed, nil
-}
-
-// keyedMutex serializes the callers that use the same key.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*keyLock
-}
-
-type keyLock struct {
-	mu    sync.Mutex
-	users int
-}
-
-// lock takes the lock of key and returns its release.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*keyLock{}
-	}
-	l := k.locks[key]
-	if l == nil {
-		l = &keyLock{}
-		k.locks[key] = l
-	}
-	l.users++
-	k.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		k.mu.Lock()
-		l.users--
-		if l.users == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
+// trigger starts a run and tells whether this call created it: the
+// store's insert decides (engine.Created), so of concurrent calls with one
+// key, on any number of nodes, exactly one answers 201.
+func (s *server) trigger(ctx context.Context, workflow string, input any, opts []engine.TriggerOption) (string, bool, error) {
+	var created bool
+	id, err := s.e.Trigger(ctx, workflow, input, append(opts, engine.Created(&created))...)
+	return id, created, err
 }
 
 // listRuns lists runs: GET /v1/runs.

@@ -245,14 +245,19 @@ func TestConcurrentTriggersWithOneKeyMakeOneRun(t *testing.T) {
 		var wg sync.WaitGroup
 		ids := make([]string, 50)
 		errs := make([]error, 50)
+		created := make([]bool, 50)
 		for i := range ids {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				ids[i], errs[i] = env.Engine.Trigger(context.Background(), "order", map[string]int{"order": 7}, engine.IdempotencyKey("order-7"))
+				ids[i], errs[i] = env.Engine.Trigger(context.Background(), "order", map[string]int{"order": 7},
+					engine.IdempotencyKey("order-7"), engine.Created(&created[i]))
 			}(i)
 		}
 		wg.Wait()
+		if n := countTrue(created); n != 1 {
+			t.Errorf("%d calls report that they created the run; want exactly 1", n)
+		}
 		for i := range ids {
 			if errs[i] != nil {
 				t.Fatalf("trigger %d: %v", i, errs[i])
@@ -510,4 +515,14 @@ func stepStatus(info engine.RunInfo, step string) persistence.StepStatus {
 		}
 	}
 	return ""
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -29,6 +29,7 @@ type triggerOptions struct {
 	metadata map[string]string
 	schedule string
 	tick     *time.Time
+	created  *bool
 }
 
 // IdempotencyKey makes Trigger return the existing run when a run of the
@@ -47,6 +48,12 @@ func Delay(d time.Duration) TriggerOption { return func(o *triggerOptions) { o.d
 func Metadata(md map[string]string) TriggerOption {
 	return func(o *triggerOptions) { o.metadata = md }
 }
+
+// Created makes Trigger and TriggerTx report in *created whether the call
+// created the run (true) or returned the run that already had its
+// idempotency key (false), exactly, on any number of nodes: the store's
+// insert decides. An HTTP API answers 201 or 200 by it.
+func Created(created *bool) TriggerOption { return func(o *triggerOptions) { o.created = created } }
 
 // FromSchedule records that the run was started by a schedule's tick.
 func FromSchedule(name string, tick time.Time) TriggerOption {
@@ -148,6 +155,7 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	}
 	res, err := e.createRun(ctx, p)
 	if id, same := e.sameInputRun(ctx, err, p); same {
+		reportCreated(opts, false)
 		return id, nil
 	}
 	if err != nil {
@@ -161,7 +169,20 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	if res.Created {
 		e.stats.runsCreated.Add(1)
 	}
+	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
+}
+
+// reportCreated tells a Created option, if one was given, whether the
+// run was created.
+func reportCreated(opts []TriggerOption, created bool) {
+	var o triggerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.created != nil {
+		*o.created = created
+	}
 }
 
 // DB returns the store's database, on which to begin the transactions
@@ -205,11 +226,13 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 	}
 	res, err := ts.RunCreateTx(ctx, tx, p)
 	if id, same := e.sameInputRun(ctx, err, p); same {
+		reportCreated(opts, false)
 		return id, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
 	}
+	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
 }
 
