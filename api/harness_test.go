@@ -225,13 +225,24 @@ func (r rawResp) decode(t testing.TB, status int, v any) {
 // of "Name: value" lines.
 func (a *apiEnv) raw(t testing.TB, method, path string, body string, header ...string) rawResp {
 	t.Helper()
+	r, err := a.rawDo(method, path, body, nil, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// rawDo sends a request through the validating transport and returns an
+// error rather than failing a test, for use off the test's goroutine.
+// edit, when not nil, changes the request before it is sent (its Host).
+func (a *apiEnv) rawDo(method, path string, body string, edit func(*http.Request), header ...string) (rawResp, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, a.srv.URL+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return rawResp{}, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -240,16 +251,19 @@ func (a *apiEnv) raw(t testing.TB, method, path string, body string, header ...s
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
+	if edit != nil {
+		edit(req)
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return rawResp{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return rawResp{}, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
-	return rawResp{status: resp.StatusCode, header: resp.Header, body: b}
+	return rawResp{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // waitStatus waits for a run to reach a status.

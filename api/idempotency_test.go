@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -18,14 +19,20 @@ func TestConcurrentIdempotencyKey(t *testing.T) {
 		const n = 200
 		var wg sync.WaitGroup
 		results := make([]rawResp, n)
+		errs := make([]error, n)
 		for i := 0; i < n; i++ {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				results[i] = env.raw(t, "POST", "/v1/workflows/order/runs", `{"input":{"order_id":"o-42"}}`, "Idempotency-Key: order-o-42")
+				// No t.Fatal off the test's goroutine: the error is
+				// reported below.
+				results[i], errs[i] = env.rawDo("POST", "/v1/workflows/order/runs", `{"input":{"order_id":"o-42"}}`, nil, "Idempotency-Key: order-o-42")
 			}(i)
 		}
 		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
 		created := 0
 		ids := map[string]int{}
 		for i, r := range results {
