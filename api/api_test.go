@@ -434,6 +434,27 @@ func TestSchedules(t *testing.T) {
 		_, err = c.PauseSchedule(ctx, "nope")
 		problemOf(t, err, 404, api.CodeScheduleNotFound)
 		env.raw(t, "GET", "/v1/schedules?x=1", "").problem(t, 400, api.CodeInvalidParameter)
+
+		// A disabled schedule cannot be triggered: 409, not a 500.
+		disabled := true
+		if _, err := env.Store.ScheduleUpdate(ctx, persistence.ScheduleUpdateParams{Name: "nightly", Disabled: &disabled, Now: env.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		before := countRuns(t, env)
+		p := env.raw(t, "POST", "/v1/schedules/nightly/trigger", "").problem(t, http.StatusConflict, api.CodeScheduleDisabled)
+		if !strings.Contains(p.Detail, "nightly") || !strings.Contains(p.Detail, "disabled") {
+			t.Fatalf("detail %q", p.Detail)
+		}
+		_, err = c.TriggerSchedule(ctx, "nightly")
+		if problemOf(t, err, http.StatusConflict, client.CodeScheduleDisabled); !client.IsConflict(err) {
+			t.Fatalf("IsConflict(%v) = false", err)
+		}
+		if after := countRuns(t, env); after != before {
+			t.Fatalf("%d runs after triggering a disabled schedule, want %d", after, before)
+		}
+		if strings.Contains(env.logs.String(), "level=ERROR") {
+			t.Fatalf("a refused trigger logged an error:\n%s", env.logs.String())
+		}
 	})
 }
 

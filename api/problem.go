@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -15,29 +16,32 @@ import (
 // problemTypeBase prefixes a problem's code to make its type URI.
 const problemTypeBase = "urn:dagflow:problem:"
 
-// Problem codes: the "code" member of a problem answer.
+// Problem codes: the "code" member of a problem answer. They are
+// package client's constants, so that callers of either package branch on
+// the same names.
 const (
-	CodeBadRequest          = "bad_request"
-	CodeInvalidJSON         = "invalid_json"
-	CodeInvalidName         = "invalid_name"
-	CodeInvalidParameter    = "invalid_parameter"
-	CodeInvalidInput        = "invalid_input"
-	CodeBodyTooLarge        = "body_too_large"
-	CodeUnsupportedMedia    = "unsupported_media_type"
-	CodeUnauthorized        = "unauthorized"
-	CodeForbidden           = "forbidden"
-	CodeNotFound            = "not_found"
-	CodeWorkflowNotFound    = "workflow_not_found"
-	CodeRunNotFound         = "run_not_found"
-	CodeStepNotFound        = "step_not_found"
-	CodeScheduleNotFound    = "schedule_not_found"
-	CodeMethodNotAllowed    = "method_not_allowed"
-	CodeIdempotencyConflict = "idempotency_conflict"
-	CodeConflict            = "conflict"
-	CodeRunFinished         = "run_finished"
-	CodeRetryRefused        = "retry_refused"
-	CodeUnavailable         = "unavailable"
-	CodeInternal            = "internal"
+	CodeBadRequest          = client.CodeBadRequest
+	CodeInvalidJSON         = client.CodeInvalidJSON
+	CodeInvalidName         = client.CodeInvalidName
+	CodeInvalidParameter    = client.CodeInvalidParameter
+	CodeInvalidInput        = client.CodeInvalidInput
+	CodeBodyTooLarge        = client.CodeBodyTooLarge
+	CodeUnsupportedMedia    = client.CodeUnsupportedMedia
+	CodeUnauthorized        = client.CodeUnauthorized
+	CodeForbidden           = client.CodeForbidden
+	CodeNotFound            = client.CodeNotFound
+	CodeWorkflowNotFound    = client.CodeWorkflowNotFound
+	CodeRunNotFound         = client.CodeRunNotFound
+	CodeStepNotFound        = client.CodeStepNotFound
+	CodeScheduleNotFound    = client.CodeScheduleNotFound
+	CodeScheduleDisabled    = client.CodeScheduleDisabled
+	CodeMethodNotAllowed    = client.CodeMethodNotAllowed
+	CodeIdempotencyConflict = client.CodeIdempotencyConflict
+	CodeConflict            = client.CodeConflict
+	CodeRunFinished         = client.CodeRunFinished
+	CodeRetryRefused        = client.CodeRetryRefused
+	CodeUnavailable         = client.CodeUnavailable
+	CodeInternal            = client.CodeInternal
 )
 
 // apiError is an error a handler returns to answer with a problem.
@@ -82,6 +86,8 @@ func problemOf(err error) *apiError {
 		return &apiError{status: http.StatusNotFound, code: CodeStepNotFound, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrScheduleNotFound):
 		return &apiError{status: http.StatusNotFound, code: CodeScheduleNotFound, detail: err.Error(), err: err}
+	case errors.Is(err, cron.ErrDisabled):
+		return &apiError{status: http.StatusConflict, code: CodeScheduleDisabled, detail: err.Error(), err: err}
 	case errors.As(err, &rr):
 		return &apiError{status: http.StatusConflict, code: CodeRetryRefused, runID: rr.RunID, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrRunFinished):

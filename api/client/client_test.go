@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,5 +63,43 @@ func TestPathSegmentsAreEscaped(t *testing.T) {
 	}
 	if got != "/prefix/v1/runs/a%2Fb%20c" {
 		t.Fatalf("path %q", got)
+	}
+}
+
+// TestStatusHelpers: IsNotFound, IsConflict, IsUnauthorized and
+// IsForbidden tell an answer's status through wrapping, and are false for
+// other errors.
+func TestStatusHelpers(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"type":"urn:dagflow:problem:x","title":"x","status":%d,"detail":"d","code":%q}`, status, client.CodeConflict)
+	}))
+	defer srv.Close()
+	c, err := client.New(srv.URL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers := map[int]func(error) bool{
+		http.StatusNotFound:     client.IsNotFound,
+		http.StatusConflict:     client.IsConflict,
+		http.StatusUnauthorized: client.IsUnauthorized,
+		http.StatusForbidden:    client.IsForbidden,
+	}
+	for _, st := range []int{http.StatusNotFound, http.StatusConflict, http.StatusUnauthorized, http.StatusForbidden, http.StatusInternalServerError} {
+		status = st
+		_, err := c.GetRun(context.Background(), "r")
+		wrapped := fmt.Errorf("caller: %w", err)
+		for hs, is := range helpers {
+			if got := is(wrapped); got != (hs == st) {
+				t.Errorf("answer %d: helper for %d = %v", st, hs, got)
+			}
+		}
+	}
+	for _, is := range helpers {
+		if is(nil) || is(errors.New("dagflow api: 404 not_found")) {
+			t.Fatal("a helper is true for an error that is not a *Problem")
+		}
 	}
 }
