@@ -3,13 +3,16 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -88,5 +91,43 @@ func TestTwoVersions(t *testing.T) {
 		if err != nil || run.Run.Definition != h1 || len(run.Steps) != 3 {
 			t.Fatalf("the v1 run = %+v (%d steps), %v; want definition %s and 3 steps", run.Run, len(run.Steps), err, h1)
 		}
+	})
+}
+
+// TestQueuesOfEveryVersion: /v1/queues lists the queues of every stored
+// version of a workflow (runs of an old version may still wait in them)
+// and those a live node's workers take steps from, not only the current
+// definitions' queues.
+func TestQueuesOfEveryVersion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		o := b.opts(t)
+		o.Workflows = []*dag.Workflow{orderWorkflow(t, new(atomic.Bool))}
+		o.Configure = func(c *engine.Config) { c.Queues = []string{"default", "shipping", "bulk"} }
+		worker := enginetest.New(t, o)
+		ctx := context.Background()
+
+		h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+		v2, err := dag.New("order").
+			Step("reserve", h).
+			Step("charge", h, dag.After("reserve")).
+			Step("ship", h, dag.After("charge"), dag.Queue("express")).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		worker.Clock.Advance(time.Second)
+		front := newAPIEnv(t, b, envOptions{peer: worker, workflows: []*dag.Workflow{v2}})
+		var names []string
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			qs, err := front.anon.ListQueues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = names[:0]
+			for _, q := range qs {
+				names = append(names, q.Name)
+			}
+			return strings.Join(names, ",") == "bulk,default,express,shipping"
+		}, "queues %v, want bulk (a node's), default, express (v2's) and shipping (v1's)", &names)
 	})
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/dagflow/dagflow/queue"
 )
 
-// listQueues shows the depth of every queue a known workflow uses: GET
-// /v1/queues.
+// listQueues shows the depth of every queue that a workflow's version
+// or a live node uses: GET /v1/queues. A queue's oldest ready task is the
+// one it hands out next; its age is how long its step has been ready
+// (oldestReady).
 func (s *server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryValues(r); err != nil {
 		return err
@@ -41,8 +43,9 @@ func (s *server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// queueNames returns, by name, the default queue and every queue a step
-// of a workflow known here uses.
+// queueNames returns, by name, the default queue, every queue a step of
+// a workflow registered here or of any stored version of a workflow uses,
+// and every queue a live node's workers take steps from.
 func (s *server) queueNames(ctx context.Context) ([]string, error) {
 	set := map[string]bool{dag.DefaultQueueName: true}
 	for _, wf := range s.e.Workflows() {
@@ -54,6 +57,15 @@ func (s *server) queueNames(ctx context.Context) ([]string, error) {
 	}
 	if err := s.definitionQueues(ctx, set); err != nil {
 		return nil, err
+	}
+	nodes, err := s.e.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		for _, q := range n.Queues {
+			set[q] = true
+		}
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {

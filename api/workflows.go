@@ -79,16 +79,32 @@ func (s *server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// definitionQueues adds the queues of every workflow's current definition
-// to set.
+// maxQueueVersions bounds how many stored versions of one workflow the
+// queue listing reads: the newest ones (a workflow with more has had runs
+// of its old versions finished long ago, or the listing would be slow).
+const maxQueueVersions = 100
+
+// definitionQueues adds to set the queues of every stored version of
+// every workflow (up to maxQueueVersions each, newest first): a run
+// follows the version it started with, so an old version's queue may
+// still hold its steps.
 func (s *server) definitionQueues(ctx context.Context, set map[string]bool) error {
 	defs, err := s.e.Definitions(ctx)
 	if err != nil {
 		return err
 	}
 	for _, d := range defs {
-		for _, st := range d.Definition.Steps {
-			set[st.Queue] = true
+		versions, err := s.e.DefinitionVersions(ctx, d.Name)
+		if err != nil {
+			return err
+		}
+		if len(versions) > maxQueueVersions {
+			versions = versions[:maxQueueVersions]
+		}
+		for _, v := range versions {
+			for _, st := range v.Definition.Steps {
+				set[st.Queue] = true
+			}
 		}
 	}
 	return nil
