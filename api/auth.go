@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +67,47 @@ type KeyStore interface {
 // recognise (and to scan for).
 const secretPrefix = "dfk_"
 
+// secretLen is the length of a secret: the prefix and 43 characters of
+// base64url (32 bytes).
+const secretLen = len(secretPrefix) + 43
+
+// ErrMalformedSecret is returned for a string that starts like an API
+// key's secret ("dfk_") but is not one: "dfk_" and 43 base64url
+// characters.
+var ErrMalformedSecret = errors.New(`api: not a well-formed API key secret (want "dfk_" and 43 base64url characters)`)
+
+// wellFormedSecret reports whether s has the form of a secret that
+// CreateKey makes. Anything else is refused before it is hashed or looked
+// up, so that garbage costs no store query.
+func wellFormedSecret(s string) bool {
+	if len(s) != secretLen || !strings.HasPrefix(s, secretPrefix) {
+		return false
+	}
+	for i := len(secretPrefix); i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// redactPath replaces every segment of a URL path that starts with "dfk_"
+// (an API key's secret, as someone may paste into DELETE
+// /v1/api-keys/{key}) with "dfk_REDACTED", for logs and problem details.
+func redactPath(p string) string {
+	if !strings.Contains(p, secretPrefix) {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, sg := range segs {
+		if strings.HasPrefix(sg, secretPrefix) {
+			segs[i] = secretPrefix + "REDACTED"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
 // hintLen is how many characters of a secret its listing shows.
 const hintLen = 12
 
@@ -72,8 +115,13 @@ const hintLen = 12
 const maxKeyName = 100
 
 // ValidateKeyName checks an API key's name: 1 to 100 letters, digits,
-// '.', '_' or '-'.
+// '.', '_' or '-', not starting with "dfk_" (that is how secrets start: a
+// name that does is most likely a pasted secret, and the error does not
+// repeat it).
 func ValidateKeyName(name string) error {
+	if len(name) >= len(secretPrefix) && strings.EqualFold(name[:len(secretPrefix)], secretPrefix) {
+		return fmt.Errorf("api: key name starting with %q: that is how a key's secret starts, so a name may not (the name is not repeated here, in case it is a secret)", secretPrefix)
+	}
 	if len(name) == 0 || len(name) > maxKeyName {
 		return fmt.Errorf("api: key name %q: length %d not in 1..%d", truncate(name), len(name), maxKeyName)
 	}
@@ -122,11 +170,33 @@ func CreateKey(ctx context.Context, store KeyStore, name, scope string, now time
 	return secret, k, nil
 }
 
-// RevokeKey revokes the key with this id or, when ref is not a key id,
-// this name. Requests with it are refused within keyCacheTTL. An unknown
-// key gives an error wrapping persistence.ErrAPIKeyNotFound.
+// RevokeKey revokes the key with this id, this name or, when ref starts
+// with "dfk_", this secret (found by its hash; a secret is never repeated
+// in an error). Requests with it are refused within keyCacheTTL. An
+// unknown key gives an error wrapping persistence.ErrAPIKeyNotFound; a
+// ref that starts with "dfk_" but is not a well-formed secret, one
+// wrapping ErrMalformedSecret.
 func RevokeKey(ctx context.Context, store KeyStore, ref string, now time.Time) (persistence.APIKey, error) {
 	p := persistence.APIKeyRevokeParams{Now: now}
+	if strings.HasPrefix(ref, secretPrefix) {
+		if !wellFormedSecret(ref) {
+			return persistence.APIKey{}, fmt.Errorf("api: revoke key: %w", ErrMalformedSecret)
+		}
+		sum := sha256.Sum256([]byte(ref))
+		k, err := store.APIKeyByHash(ctx, sum[:])
+		if err != nil {
+			return persistence.APIKey{}, fmt.Errorf("api: revoke the key of the secret given: %w", err)
+		}
+		if subtle.ConstantTimeCompare(k.Hash, sum[:]) != 1 {
+			return persistence.APIKey{}, fmt.Errorf("api: revoke the key of the secret given: %w", persistence.ErrAPIKeyNotFound)
+		}
+		p.ID = k.ID
+		rk, err := store.APIKeyRevoke(ctx, p)
+		if err != nil {
+			return persistence.APIKey{}, fmt.Errorf("api: revoke key %q (by its secret): %w", k.Name, err)
+		}
+		return rk, nil
+	}
 	if _, err := uuid.Parse(ref); err == nil {
 		p.ID = ref
 	} else {
@@ -177,6 +247,99 @@ type authenticator struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]cachedKey
+
+	// anonymous is Options.AllowAnonymous; keyed is set once the store
+	// was seen to hold a key that is not revoked, which ends anonymous
+	// access for good; noKeysUntil is when the store must be asked again.
+	anonymous   bool
+	keyed       bool
+	noKeysUntil time.Time
+}
+
+// anonymousOpen reports whether a request without a key may come in:
+// Options.AllowAnonymous is set and the store holds no key that is not
+// revoked. It asks the store (APIKeyList: the key table is small, and it
+// is read at most once per keyCacheTTL) when the last answer is older
+// than keyCacheTTL, so a key created while the server runs turns
+// authentication on within a second. Once a key was seen, anonymous
+// access stays off, even if that key is revoked later.
+func (a *authenticator) anonymousOpen(ctx context.Context) (bool, *apiError) {
+	if !a.anonymous {
+		return false, nil
+	}
+	now := a.now()
+	a.mu.Lock()
+	keyed, fresh := a.keyed, now.Before(a.noKeysUntil)
+	a.mu.Unlock()
+	if keyed {
+		return false, nil
+	}
+	if fresh {
+		return true, nil
+	}
+	keys, err := a.store.APIKeyList(ctx)
+	if err != nil {
+		ae := problemf(http.StatusServiceUnavailable, CodeUnavailable, "the API keys cannot be read now")
+		ae.err = err
+		return false, ae
+	}
+	active := false
+	for _, k := range keys {
+		active = active || k.RevokedAt == nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if active {
+		a.keyed = true
+		return false, nil
+	}
+	a.noKeysUntil = now.Add(keyCacheTTL)
+	return true, nil
+}
+
+// checkLocalRequest refuses, with a 403 problem saying why, a request that
+// a web page may have sent to a server that lets requests in without a
+// key: one whose Host is not a loopback IP or "localhost" (DNS
+// rebinding: a page of evil.example whose name now resolves to
+// 127.0.0.1 sends "Host: evil.example"), and one other than GET or HEAD
+// whose Origin is not a loopback or localhost origin, or whose
+// Sec-Fetch-Site is "cross-site" (a cross-site form or fetch). A request
+// from curl or a program has a local Host and no Origin, and passes.
+func checkLocalRequest(r *http.Request) *apiError {
+	if !localHost(r.Host) {
+		return problemf(http.StatusForbidden, CodeForbidden,
+			"Host %q is not a loopback address or localhost: this server has no API key and serves only local requests (a web page may reach it by DNS rebinding); create a key (dagflow apikeys create) to serve requests by other names", truncate(r.Host))
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return nil
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return problemf(http.StatusForbidden, CodeForbidden,
+			"%s from another site (Sec-Fetch-Site: cross-site): this server has no API key and takes no cross-site requests", r.Method)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !localHost(u.Host) {
+			return problemf(http.StatusForbidden, CodeForbidden,
+				"%s with Origin %q: this server has no API key and takes requests only from loopback or localhost origins", r.Method, truncate(origin))
+		}
+	}
+	return nil
+}
+
+// localHost reports whether hostport ("host", "host:port", "[::1]:port")
+// names a loopback IP or localhost.
+func localHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type cachedKey struct {
@@ -192,6 +355,9 @@ func (a *authenticator) authenticate(ctx context.Context, header string) (princi
 		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header is not \"Bearer <api key>\"")
 	}
 	secret = strings.TrimSpace(secret)
+	if !wellFormedSecret(secret) {
+		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not an API key (\"dfk_\" and 43 base64url characters)")
+	}
 	sum := sha256.Sum256([]byte(secret))
 	now := a.now()
 	a.mu.Lock()

@@ -228,3 +228,37 @@ func TestTamperedSpecCatchesBrokenAnswer(t *testing.T) {
 		t.Fatalf("a run whose version is a string: check = %v, want an error naming version", err)
 	}
 }
+
+// TestSpecOperationsReachTheirHandlers drives the real handler: no
+// operation of the spec may be answered by the mux's fallbacks (a "no
+// route" 404 or a 405), which a route table that matches the spec while
+// the mux does not would give.
+func TestSpecOperationsReachTheirHandlers(t *testing.T) {
+	env := newAPIEnv(t, backends()[0], envOptions{})
+	params := strings.NewReplacer("{name}", "order", "{id}", "nope", "{run}", "nope", "{step}", "charge", "{key}", "nobody")
+	n := 0
+	for path, item := range env.contract.doc.Paths.Map() {
+		for method := range item.Operations() {
+			body := ""
+			if method == http.MethodPost {
+				body = "{}"
+			}
+			r := env.raw(t, method, params.Replace(path), body)
+			n++
+			if r.status == http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: the mux answers 405: %s", method, path, r.body)
+			}
+			if r.status == http.StatusNotFound && strings.Contains(string(r.body), "no route for") {
+				t.Errorf("%s %s: the mux has no route: %s", method, path, r.body)
+			}
+		}
+	}
+	if n != len(api.Routes()) {
+		t.Fatalf("drove %d operations, the handler has %d routes", n, len(api.Routes()))
+	}
+	// The fallbacks do answer what is not routed, so the checks above can fail.
+	if r := env.raw(t, "GET", "/v1/nothing", ""); r.status != http.StatusNotFound || !strings.Contains(string(r.body), "no route for") {
+		t.Fatalf("GET /v1/nothing: %d %s", r.status, r.body)
+	}
+	env.raw(t, "PATCH", "/v1/runs", "").problem(t, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+}

@@ -11,15 +11,32 @@
 // and the scope it needs.
 //
 // Errors are RFC 9457 problem details (application/problem+json) with a
-// machine-readable code and, when there is one, the run they are about.
+// machine-readable code (the Code constants, which are package client's)
+// and, when there is one, the run they are about. A request whose client
+// went away is answered nothing, and logged at debug level.
 //
 // Every /v1 route needs a bearer API key ("Authorization: Bearer dfk_...")
 // of a scope that allows it: read < operate (trigger, cancel, retry) <
-// admin (schedules). CreateKey makes a key and stores only its SHA-256;
-// RevokeKey revokes one. A key found valid is trusted for up to a second
-// without asking the store again, so a revocation takes effect within a
-// second. Options.AllowAnonymous lets requests without a key in, with the
-// admin scope: for a loopback listener only.
+// admin (pause, resume and trigger schedules; create, list and revoke API
+// keys). CreateKey makes a key and stores only its SHA-256; RevokeKey
+// revokes one, by id, name or (for a leaked key) its secret. A token that
+// is not "dfk_" and 43 base64url characters is refused without a store
+// query. A key found valid is trusted for up to a second without asking
+// the store again, so a revocation takes effect within a second.
+//
+// Options.AllowAnonymous lets requests without a key in, with the admin
+// scope, for a loopback listener only, and only while the store holds no
+// key: a key created while the server runs turns authentication on within
+// a second. Even then it takes only requests whose Host is loopback or
+// localhost, and no POST or DELETE from another site, so that a web page
+// cannot drive it (DNS rebinding, cross-site requests). Anything that
+// makes the listener reachable by others, such as a reverse proxy or a
+// tunnel in front of it, makes it reachable without a key: create a key
+// first.
+//
+// Options.BasePath is the prefix a server strips before the handler (for
+// Location headers). Every answer carries "X-Content-Type-Options:
+// nosniff", and /v1 answers "Cache-Control: no-store".
 //
 // Package api/client is a Go client of this API.
 package api

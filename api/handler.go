@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,11 +31,25 @@ type Options struct {
 	// Default DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 	// AllowAnonymous serves requests without an Authorization header with
-	// the admin scope. Set it only when no one but the local user can
-	// reach the handler: `dagflow serve` and `dagflow dev` set it only
-	// when they listen on a loopback address with no API key configured.
-	// A request with a header is still checked.
+	// the admin scope, for as long as Keys holds no API key that is not
+	// revoked: the handler asks the store at most once a second (by
+	// Now), and from the first key it sees on, every /v1 request needs a
+	// key until the handler is made again. Set it only when no one but
+	// the local user can reach the handler: `dagflow serve` and `dagflow
+	// dev` set it only when they listen on a loopback address with no API
+	// key configured. Even then it lets in only requests whose Host is a
+	// loopback IP or "localhost" (so that a web page cannot reach it by
+	// DNS rebinding), and refuses a request other than GET or HEAD whose
+	// Origin is another host's or whose Sec-Fetch-Site is "cross-site"
+	// (so that a web page cannot post to it). A request with an
+	// Authorization header is always checked.
 	AllowAnonymous bool
+	// BasePath is the path prefix the handler is mounted under when a
+	// server strips it before the handler sees the request
+	// (http.StripPrefix("/dagflow", h)): it starts the Location headers
+	// of created runs. Default "" (mounted at the root). A trailing "/"
+	// is dropped and a missing leading one added.
+	BasePath string
 	// Keys is where API keys are kept. Default: the engine's store.
 	Keys KeyStore
 	// Now is the clock of the key cache and of queue ages. Default
@@ -54,6 +69,10 @@ func (o Options) withDefaults(e *engine.Engine) Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	o.BasePath = strings.TrimRight(o.BasePath, "/")
+	if o.BasePath != "" && !strings.HasPrefix(o.BasePath, "/") {
+		o.BasePath = "/" + o.BasePath
 	}
 	return o
 }
@@ -80,7 +99,7 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 		e:    e,
 		o:    o,
 		log:  o.Logger,
-		auth: &authenticator{store: o.Keys, now: o.Now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{}},
+		auth: &authenticator{store: o.Keys, now: o.Now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{}, anonymous: o.AllowAnonymous},
 	}
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
@@ -94,14 +113,18 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 		allow := allowHeader(ms)
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, r.URL.Path, allow))
+			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, redactPath(r.URL.Path), allow))
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
 	})
 	return s.logRequests(mux)
 }
+
+// noRoute starts the detail of the 404 answer to a path the API does not
+// serve.
+const noRoute = "no route for"
 
 func allowHeader(ms []string) string {
 	set := map[string]bool{}
@@ -184,7 +207,12 @@ func (s *server) wrap(rt Route) http.Handler {
 			p, ae := s.authorize(r, rt.Scope)
 			if ae != nil {
 				if ae.status == http.StatusUnauthorized {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow"`)
+					// RFC 6750 §3.1: a token was sent and refused.
+					if r.Header.Get("Authorization") != "" {
+						w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow", error="invalid_token"`)
+					} else {
+						w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow"`)
+					}
 				}
 				if ae.status == http.StatusForbidden {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="dagflow", error="insufficient_scope", scope="`+string(rt.Scope)+`"`)
@@ -205,12 +233,23 @@ func (s *server) wrap(rt Route) http.Handler {
 	})
 }
 
+// statusClientClosed is what the request log shows for a request whose
+// client went away before its answer (nginx's 499); nothing is answered.
+const statusClientClosed = 499
+
 // authorize returns the request's principal if it may use a route that
 // needs scope.
 func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		if s.o.AllowAnonymous {
+		anon, ae := s.auth.anonymousOpen(r.Context())
+		if ae != nil {
+			return principal{}, ae
+		}
+		if anon {
+			if ae := checkLocalRequest(r); ae != nil {
+				return principal{}, ae
+			}
 			return principal{name: "anonymous", scope: ScopeAdmin}, nil
 		}
 		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "this route needs an API key: send \"Authorization: Bearer <api key>\"")
@@ -220,15 +259,25 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 		return principal{}, ae
 	}
 	if !p.scope.allows(need) {
-		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, r.URL.Path, need)
+		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, redactPath(r.URL.Path), need)
 	}
 	return p, nil
 }
 
-// fail answers with a problem, logging the cause of a 5xx answer.
+// fail answers with a problem, logging the cause of a 5xx answer. When
+// the client went away (the request's context was cancelled) it answers
+// nothing and logs at debug level: no one reads the answer, and it is not
+// the server's failure.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if ae.err != nil && errors.Is(ae.err, context.Canceled) && r.Context().Err() != nil {
+		s.log.DebugContext(r.Context(), "api: the client went away", "method", r.Method, "path", redactPath(r.URL.Path), "err", ae.err)
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.status = statusClientClosed
+		}
+		return
+	}
 	if ae.status >= 500 && ae.err != nil {
-		s.log.ErrorContext(r.Context(), "api: request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "err", ae.err)
+		s.log.ErrorContext(r.Context(), "api: request failed", "method", r.Method, "path", redactPath(r.URL.Path), "status", ae.status, "err", ae.err)
 	}
 	writeProblem(w, ae)
 }
@@ -257,23 +306,30 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// logRequests logs every request, and turns a panic into a 500 problem.
-// It never logs headers: the Authorization header holds the key.
+// logRequests logs every request, sets the headers every answer carries,
+// and turns a panic into a 500 problem. It never logs headers (the
+// Authorization header holds the key) nor a path segment that is a key's
+// secret (redactPath).
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			h.Set("Cache-Control", "no-store")
+		}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.ErrorContext(r.Context(), "api: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				s.log.ErrorContext(r.Context(), "api: handler panicked", "method", r.Method, "path", redactPath(r.URL.Path), "panic", fmt.Sprint(v))
 				if rec.status == 0 {
 					writeProblem(rec, problemf(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause"))
 				}
 			}
-			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status,
+			attrs := []any{"method", r.Method, "path", redactPath(r.URL.Path), "status", rec.status,
 				"duration_ms", float64(time.Since(start).Microseconds()) / 1000}
 			if rec.key != "" {
 				attrs = append(attrs, "key", rec.key)

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -53,16 +54,23 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, client.CreatedAPIKey{APIKey: toAPIKey(k), Secret: secret})
 }
 
-// revokeKey revokes a key by id or name: DELETE /v1/api-keys/{key}.
+// revokeKey revokes a key by id, name or secret: DELETE
+// /v1/api-keys/{key}. A secret is never repeated in an answer or a log.
 func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	ref := r.PathValue("key")
-	if _, err := uuid.Parse(ref); err != nil {
+	secret := strings.HasPrefix(ref, secretPrefix)
+	if _, err := uuid.Parse(ref); err != nil && !secret {
 		if err := ValidateKeyName(ref); err != nil {
 			return problemf(http.StatusBadRequest, CodeInvalidName, "%v", err)
 		}
 	}
 	k, err := RevokeKey(r.Context(), s.o.Keys, ref, s.o.Now())
-	if errors.Is(err, persistence.ErrAPIKeyNotFound) {
+	switch {
+	case errors.Is(err, ErrMalformedSecret):
+		return problemf(http.StatusBadRequest, CodeInvalidName, "the key given starts with %q but is not a key's secret (%q and 43 base64url characters); it is not repeated here", secretPrefix, secretPrefix)
+	case errors.Is(err, persistence.ErrAPIKeyNotFound) && secret:
+		return problemf(http.StatusNotFound, CodeNotFound, "no API key has the secret given (it is not repeated here)")
+	case errors.Is(err, persistence.ErrAPIKeyNotFound):
 		return problemf(http.StatusNotFound, CodeNotFound, "no API key with id or name %q", truncate(ref))
 	}
 	if err != nil {

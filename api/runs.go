@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -29,6 +30,7 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
+	// An empty key, in the header or the body, is no key.
 	key := req.IdempotencyKey
 	if hk := r.Header.Get("Idempotency-Key"); hk != "" {
 		if key != "" && key != hk {
@@ -49,9 +51,9 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if req.StartAt != nil {
 		opts = append(opts, engine.StartAt(*req.StartAt))
 	}
-	var input any
-	if len(req.Input) > 0 {
-		input = json.RawMessage(req.Input)
+	input, err := normalizeInput(req.Input)
+	if err != nil {
+		return err
 	}
 	id, created, err := s.trigger(r.Context(), name, input, opts)
 	if err != nil {
@@ -64,9 +66,41 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+		w.Header().Set("Location", s.runURL(id))
 	}
 	return writeJSON(w, status, toRun(info.Run))
+}
+
+// runURL is the path of a run, under Options.BasePath.
+func (s *server) runURL(id string) string {
+	return s.o.BasePath + "/v1/runs/" + url.PathEscape(id)
+}
+
+// normalizeInput returns a run's input in one canonical form, so that an
+// idempotent repeat that differs only in its JSON's spelling (whitespace,
+// the order of an object's keys) is the same input: decoded with numbers
+// kept as their text, and encoded again (objects' keys sorted, no HTML
+// escaping). An absent input and JSON null are both no input (nil).
+func normalizeInput(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's input is not valid JSON: %v", err)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's input cannot be encoded again: %v", err)
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 // trigger starts a run and tells whether this call created it: the

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/dagflow/dagflow/api/client"
 )
@@ -81,6 +80,6 @@ func (s *server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+	w.Header().Set("Location", s.runURL(id))
 	return writeJSON(w, http.StatusCreated, client.ScheduleTriggerResult{Schedule: name, RunID: id})
 }
