@@ -180,7 +180,7 @@ func RevokeKey(ctx context.Context, store KeyStore, ref string, now time.Time) (
 	p := persistence.APIKeyRevokeParams{Now: now}
 	if strings.HasPrefix(ref, secretPrefix) {
 		if !wellFormedSecret(ref) {
-			return persistence.APIKey{}, fmt.Errorf("api: revoke key: %w", ErrMalformedSecret)
+			return persistence.APIKey{}, ErrMalformedSecret
 		}
 		sum := sha256.Sum256([]byte(ref))
 		k, err := store.APIKeyByHash(ctx, sum[:])
