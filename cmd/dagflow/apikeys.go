@@ -33,11 +33,13 @@ func withStore(cmd *cobra.Command, sec *secrets, run func(cmd *cobra.Command, st
 func newAPIKeysCmd(sec *secrets) *cobra.Command {
 	keys := withStore(&cobra.Command{
 		Use:   "apikeys",
-		Short: "the HTTP API's keys: apikeys [list|create --scope S --name N|revoke ID|NAME]",
+		Short: "the HTTP API's keys: apikeys [list|create --scope S --name N|revoke ID|NAME|SECRET]",
 		Long: "The HTTP API's keys. A request sends one as \"Authorization: Bearer <key>\". Scopes:\n" +
 			"read (workflows, runs, dead letters, schedules, queues), operate (also trigger,\n" +
-			"cancel and retry), admin (also pause, resume and trigger schedules).\n" +
-			"The store keeps a key's SHA-256 only: create prints the secret once.",
+			"cancel and retry), admin (also pause, resume and trigger schedules, and create,\n" +
+			"list and revoke API keys over the API).\n" +
+			"The store keeps a key's SHA-256 only: create prints the secret once.\n" +
+			"A server without keys (on loopback) requires them within a second of the first create.",
 		Args: noArgs,
 	}, sec, func(cmd *cobra.Command, st persistence.Store, _ []string) error {
 		return listAPIKeys(cmd, st)
@@ -70,12 +72,15 @@ func newAPIKeysCmd(sec *secrets) *cobra.Command {
 		}
 		return resolve(c, args)
 	}
-	create.Flags().StringVar(&scope, "scope", "", "read, operate (trigger, cancel, retry) or admin (schedules)")
-	create.Flags().StringVar(&name, "name", "", "the key's name, unique among the keys not revoked (letters, digits, '.', '_', '-')")
+	create.Flags().StringVar(&scope, "scope", "", "read, operate (trigger, cancel, retry) or admin (schedules, API keys)")
+	create.Flags().StringVar(&name, "name", "", "the key's name, unique among the keys not revoked (letters, digits, '.', '_', '-'; not starting with dfk_)")
 
 	revoke := withStore(&cobra.Command{
-		Use:   "revoke ID|NAME",
+		Use:   "revoke ID|NAME|SECRET",
 		Short: "revoke a key (the servers refuse it within a second); revoking it again says when it was",
+		Long: "Revoke a key by its id, its name or, for a key that leaked, its secret (dfk_...):\n" +
+			"a secret is looked up by its hash and never printed. The servers refuse the key\n" +
+			"within a second; revoking it again says when it was.",
 		Args:  exactArgs("ID|NAME"),
 	}, sec, func(cmd *cobra.Command, st persistence.Store, args []string) error {
 		k, err := api.RevokeKey(cmd.Context(), st, args[0], time.Now())

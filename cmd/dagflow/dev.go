@@ -280,11 +280,12 @@ loop:
 		}
 	}
 	wg.Wait()
-	err = errors.Join(loopErr, srv.shutdown(10*time.Second))
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return errors.Join(err, n.e.Stop(sctx))
+	return errors.Join(loopErr, shutdownWithin(srv, n.e.Stop, devShutdown, stopGrace))
 }
+
+// devShutdown is how long dev waits, on Ctrl-C, for the API's requests and
+// the node's steps to finish.
+const devShutdown = 10 * time.Second
 
 // report waits for a run and prints how it ended, and whether that is
 // the outcome it was designed for.

@@ -49,12 +49,14 @@ func newServeCmd(sec *secrets) *cobra.Command {
 		Long: "Run an engine node on Redis + MySQL with the HTTP API (/v1, /healthz, /readyz,\n" +
 			"/openapi.yaml) on --listen, until SIGINT/SIGTERM.\n\n" +
 			"Every /v1 route needs an API key (dagflow apikeys create). With no key in the store,\n" +
-			"serve listens only on a loopback address, and serves it without keys.\n\n" +
+			"serve listens only on a loopback address, and serves local requests there without\n" +
+			"keys until a key is created (within a second, no restart). A proxy or tunnel in front\n" +
+			"of such a server lets whoever reaches it in without a key: create a key first.\n\n" +
 			"The node registers the built-in workflows and runs their steps, as `dagflow worker`\n" +
 			"does; with --no-workers it registers nothing and runs no step: it knows the\n" +
 			"workflows from the definitions other nodes stored, and triggers and inspects them.\n" +
-			"The first signal stops it gracefully within --shutdown-timeout (the server first,\n" +
-			"then the node); a second signal exits at once.\n\n" + redisURLHelp,
+			"The first signal stops it gracefully within --shutdown-timeout (one deadline: the\n" +
+			"server's requests first, then the node's steps); a second signal exits at once.\n\n" + redisURLHelp,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), &s, cmd.Flags().Changed("queues"), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -101,7 +103,15 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	return errors.Join(serveErr, srv.shutdown(s.w.shutdown), stopWithin(n.e.Stop, s.w.shutdown, stopGrace))
+	return errors.Join(serveErr, shutdownWithin(srv, n.e.Stop, s.w.shutdown, stopGrace))
+}
+
+// shutdownWithin stops the API server, letting the requests being served
+// finish, and then the engine, both by one deadline, timeout from now:
+// the time the server's requests take is not given to the engine again.
+func shutdownWithin(srv *apiServer, stop func(context.Context) error, timeout, grace time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	return errors.Join(srv.shutdown(deadline, timeout), stopBy(stop, deadline, timeout, grace))
 }
 
 // apiServer is the HTTP API of an engine node, as serve and dev run it.
@@ -115,8 +125,9 @@ type apiServer struct {
 // listenAPI listens on addr for the API of e. When the store holds an API
 // key that is not revoked, every /v1 request needs one; when it holds
 // none, listenAPI refuses an address that is not loopback and otherwise
-// lets requests in without a key (api.Options.AllowAnonymous), saying so
-// in the log. Keys created later take effect at the next start.
+// lets local requests in without a key (api.Options.AllowAnonymous),
+// saying so in the log, until a key is created: the handler sees it
+// within a second and requires keys from then on.
 func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options, logger *slog.Logger) (*apiServer, error) {
 	tcp, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
@@ -139,8 +150,9 @@ func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options
 		return nil, fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	if o.AllowAnonymous {
-		logger.Warn("the store holds no API key: serving the API without authentication, on loopback only; "+
-			"create a key with `dagflow apikeys create` and restart to require keys", "listen", l.Addr().String())
+		logger.Warn("the store holds no API key: serving the API without authentication, on loopback only, "+
+			"until a key is created with `dagflow apikeys create` (requests need keys within a second of it, no restart); "+
+			"a proxy or tunnel in front of this server lets whoever reaches it in without a key: create a key first", "listen", l.Addr().String())
 	}
 	return &apiServer{
 		srv: &http.Server{
@@ -176,7 +188,7 @@ func activeKeys(ctx context.Context, st persistence.Store) (int, error) {
 // authNote says, after the URL, whether requests need a key.
 func (s *apiServer) authNote() string {
 	if s.anonymous {
-		return " (no API key needed: loopback, and the store holds none)"
+		return " (no API key needed until one is created: loopback, and the store holds none)"
 	}
 	return " (requests need an API key: Authorization: Bearer <key>)"
 }
@@ -197,10 +209,10 @@ func (s *apiServer) serve() <-chan error {
 	return done
 }
 
-// shutdown stops accepting requests and waits, within timeout, for those
-// being served.
-func (s *apiServer) shutdown(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// shutdown stops accepting requests and waits, until deadline, for those
+// being served; timeout is the flag's value, for the error.
+func (s *apiServer) shutdown(deadline time.Time, timeout time.Duration) error {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.srv.Close()

@@ -159,6 +159,17 @@ func TestServeOnLoopbackWithoutKey(t *testing.T) {
 		run, err := env.store.RunGet(ctx, r.ID)
 		return err == nil && run.Status == persistence.RunSucceeded
 	}, "the run triggered over HTTP did not succeed on serve's workers")
+
+	// A key created while serve runs turns authentication on, without a
+	// restart.
+	key, _ := createKey(t, ctx, env.flags, "read", "late")
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		code, _ := get(t, "GET", u+"/v1/runs", "", "")
+		return code == http.StatusUnauthorized
+	}, "serve still lets requests without a key in after a key was created")
+	if code, body := get(t, "GET", u+"/v1/runs", key, ""); code != http.StatusOK {
+		t.Errorf("GET /v1/runs with the new key: %d %s", code, body)
+	}
 	if code := stop(); code != 0 {
 		t.Errorf("serve exited %d after its context ended:\n%s", code, errb)
 	}
@@ -330,6 +341,21 @@ func TestServeWithAPIKeys(t *testing.T) {
 	}
 	if code, _, errb := runCLI(t, ctx, append([]string{"apikeys", "revoke", "nope"}, env.flags...)...); code != 1 || !strings.Contains(errb, `"nope"`) {
 		t.Errorf("revoking an unknown key: exit %d, %q; want 1 naming it", code, errb)
+	}
+	// A pasted secret revokes its key and is never printed; a malformed or
+	// unknown one is an error that does not repeat it; a name may not
+	// start like a secret.
+	code, out, errb = runCLI(t, ctx, append([]string{"apikeys", "revoke", readKey}, env.flags...)...)
+	if code != 0 || !strings.Contains(out, "dashboard") || strings.Contains(out+errb, readKey[4:]) {
+		t.Errorf("revoking by secret: exit %d, %q %q; want dashboard revoked, the secret not printed", code, out, errb)
+	}
+	for _, ref := range []string{"dfk_" + strings.Repeat("Q", 43), "dfk_" + strings.Repeat("Q", 20)} {
+		if code, out, errb := runCLI(t, ctx, append([]string{"apikeys", "revoke", ref}, env.flags...)...); code != 1 || strings.Contains(out+errb, ref[4:]) {
+			t.Errorf("revoking %.10s...: exit %d, %q %q; want 1 without the secret", ref, code, out, errb)
+		}
+	}
+	if code, out, errb := runCLI(t, ctx, append([]string{"apikeys", "create", "--scope", "read", "--name", opKey}, env.flags...)...); code != 2 || strings.Contains(out+errb, opKey[4:]) {
+		t.Errorf("a name that is a secret: exit %d, %q %q; want a usage error without it", code, out, errb)
 	}
 	_, list, _ = runCLI(t, ctx, append([]string{"apikeys"}, env.flags...)...)
 	var revokedLine string

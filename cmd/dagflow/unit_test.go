@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,5 +315,67 @@ func TestSettingsConflicts(t *testing.T) {
 				t.Errorf("the password was printed: %q %q", out, errb)
 			}
 		})
+	}
+}
+
+// TestShutdownWithinOneDeadline: on a signal, serve lets a request in
+// flight finish, then stops the engine by the same deadline: the time the
+// requests took is not given to the engine again.
+func TestShutdownWithinOneDeadline(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "finished")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &apiServer{srv: &http.Server{Handler: h}, l: l, url: "http://" + l.Addr().String()}
+	served := srv.serve()
+
+	type answer struct {
+		body string
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get(srv.url + "/slow")
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{string(b), err}
+	}()
+	<-started
+
+	const timeout = 5 * time.Second
+	var stopDeadline time.Time
+	stop := func(ctx context.Context) error {
+		stopDeadline, _ = ctx.Deadline()
+		return nil
+	}
+	begin := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- shutdownWithin(srv, stop, timeout, time.Second) }()
+	time.Sleep(300 * time.Millisecond) // the request is in flight during the shutdown
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if a := <-answered; a.err != nil || a.body != "finished" {
+		t.Fatalf("the request in flight: %q, %v; want it finished", a.body, a.err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	// The engine's deadline is the server's: timeout from the start of
+	// the shutdown (give or take the goroutine's start), not timeout from
+	// the end of the server's, 300 ms later.
+	if limit := begin.Add(timeout + 100*time.Millisecond); stopDeadline.IsZero() || stopDeadline.After(limit) {
+		t.Fatalf("the engine's stop deadline %v is past the shutdown's %v", stopDeadline, limit)
 	}
 }

@@ -196,11 +196,18 @@ func sortedKeys[V any](m map[string]V) []string {
 // that ignores cancellation holds it) is abandoned with an error, and the
 // process exits without waiting for it.
 func stopWithin(stop func(context.Context) error, timeout, grace time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return stopBy(stop, time.Now().Add(timeout), timeout, grace)
+}
+
+// stopBy is stopWithin with the deadline given: serve spends one
+// --shutdown-timeout (timeout, for the errors) on its HTTP server and its
+// engine together.
+func stopBy(stop func(context.Context) error, deadline time.Time, timeout, grace time.Duration) error {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- stop(ctx) }()
-	abandon := time.NewTimer(timeout + grace)
+	abandon := time.NewTimer(time.Until(deadline) + grace)
 	defer abandon.Stop()
 	select {
 	case err := <-done:
