@@ -81,7 +81,7 @@ func newAPIKeysCmd(sec *secrets) *cobra.Command {
 		Long: "Revoke a key by its id, its name or, for a key that leaked, its secret (dfk_...):\n" +
 			"a secret is looked up by its hash and never printed. The servers refuse the key\n" +
 			"within a second; revoking it again says when it was.",
-		Args:  exactArgs("ID|NAME"),
+		Args: exactArgs("ID|NAME|SECRET"),
 	}, sec, func(cmd *cobra.Command, st persistence.Store, args []string) error {
 		k, err := api.RevokeKey(cmd.Context(), st, args[0], time.Now())
 		if err != nil {
