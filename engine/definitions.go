@@ -176,6 +176,9 @@ type plans struct {
 	mu       sync.Mutex
 	versions map[planKey]*dag.Workflow
 	current  map[string]currentPlan
+	// gen counts resets: a plan built from a registration that a
+	// Register replaced meanwhile is not cached.
+	gen uint64
 	// refresh lets one caller at a time read a current version, so that
 	// the triggers waiting on an expired entry cost one query.
 	refresh sync.Mutex
@@ -211,6 +214,7 @@ const unknownPlanTTL = 500 * time.Millisecond
 func (p *plans) reset() {
 	p.mu.Lock()
 	p.versions, p.current = nil, nil
+	p.gen++
 	p.mu.Unlock()
 }
 
@@ -230,8 +234,13 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflo
 	}
 	key := planKey{run.Workflow, run.Definition}
 	e.plans.mu.Lock()
-	p := e.plans.versions[key]
+	p, gen := e.plans.versions[key], e.plans.gen
 	e.plans.mu.Unlock()
+	if p == nil {
+		// Read again after gen: a Register that reset the cache before
+		// this point is seen, one after it keeps this plan out.
+		w, _ = e.registered(run.Workflow)
+	}
 	if p != nil {
 		return p, nil
 	}
@@ -256,10 +265,12 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflo
 		return w, nil
 	}
 	e.plans.mu.Lock()
-	if e.plans.versions == nil || len(e.plans.versions) >= maxCachedPlans {
-		e.plans.versions = map[planKey]*dag.Workflow{}
+	if e.plans.gen == gen {
+		if e.plans.versions == nil || len(e.plans.versions) >= maxCachedPlans {
+			e.plans.versions = map[planKey]*dag.Workflow{}
+		}
+		e.plans.versions[key] = p
 	}
-	e.plans.versions[key] = p
 	e.plans.mu.Unlock()
 	return p, nil
 }

@@ -173,6 +173,8 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 		}
 	}
 	e.mu.Unlock()
+	// After the maps changed: a plan built before holds none of the new
+	// handlers, and one being built meanwhile is not kept (plans.gen).
 	e.plans.reset()
 	return nil
 }
