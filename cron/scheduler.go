@@ -89,6 +89,10 @@ type Config struct {
 	// MaxFiresPerPass bounds the ticks one pass handles per schedule (a
 	// long catch-up continues on the next passes). Default 100.
 	MaxFiresPerPass int
+	// OnMissed, when set, is told of the ticks of a schedule that a pass
+	// dropped by its catch-up policy (n at least 1), once per drop: the
+	// node whose pass dropped them tells it, no other. Metrics count them.
+	OnMissed func(schedule string, n int)
 }
 
 // Scheduler fires the stored schedules. Every engine node runs one; they
@@ -290,6 +294,9 @@ func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *Pa
 		s.record(ctx, sc.Name, p.skipTo, persistence.TickSkipped, "", reason, now)
 		s.log.Warn("schedule missed ticks", "schedule", sc.Name, "reason", reason)
 		res.Missed += p.skipped
+		if s.cfg.OnMissed != nil && p.skipped > 0 {
+			s.cfg.OnMissed(sc.Name, p.skipped)
+		}
 		t := p.skipTo
 		cursor = &t
 	}

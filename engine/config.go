@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/codec"
@@ -132,6 +133,12 @@ type Config struct {
 	// of memory. A node holds at most Concurrency times this much step
 	// data. Default 32 MiB (DefaultMaxStepInput).
 	MaxStepInput int64
+	// Registerer, when set, receives the engine's Prometheus metrics
+	// (listed in engine/metrics.go and the README's Observability
+	// section), which New registers on it: one engine per registry.
+	// Default none: nothing is counted, at the cost of a nil check per
+	// event.
+	Registerer prometheus.Registerer
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed

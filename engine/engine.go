@@ -79,7 +79,8 @@ type Engine struct {
 	schedOnce  sync.Once
 	sched      *cron.Scheduler
 
-	stats counters
+	stats   counters
+	metrics *metrics // nil without Config.Registerer
 }
 
 // New returns an engine for cfg. It does not start workers; call Start.
@@ -115,6 +116,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, name := range cfg.Queues {
 		e.queues[name] = true
+	}
+	if cfg.Registerer != nil {
+		if e.metrics, err = newMetrics(e, cfg.Registerer); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -173,6 +179,7 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 		}
 	}
 	e.mu.Unlock()
+	e.metrics.register(workflows)
 	// After the maps changed: a plan built before holds none of the new
 	// handlers, and one being built meanwhile is not kept (plans.gen).
 	e.plans.reset()
@@ -285,6 +292,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	if !e.cfg.NoWorkers && e.cfg.Concurrency > 0 {
 		e.slots = newSlotPool(e.cfg.Concurrency)
+		e.metrics.started(e.slots)
 		go e.fetchLoop()
 	} else {
 		close(e.fetchDone)

@@ -15,7 +15,7 @@ import (
 // heartbeat). A finished run gives an error wrapping
 // persistence.ErrRunFinished.
 func (e *Engine) Cancel(ctx context.Context, runID string) error {
-	_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+	tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 		RunID:              runID,
 		From:               []persistence.RunStatus{persistence.RunPending, persistence.RunRunning, persistence.RunCompensating},
 		To:                 persistence.RunCancelled,
@@ -26,6 +26,7 @@ func (e *Engine) Cancel(ctx context.Context, runID string) error {
 	if err != nil {
 		return fmt.Errorf("engine: cancel run %s: %w", runID, err)
 	}
+	e.metrics.runFinished(tr.Run, persistence.RunCancelled, e.clock.Now())
 	e.cancelLocal(runID)
 	return nil
 }

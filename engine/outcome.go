@@ -103,7 +103,9 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		return r == staleLease
 	}
 	e.stats.stepsSucceeded.Add(1)
+	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricSucceeded)
 	if cres.RunFinished {
+		e.metrics.runFinished(res.Run, persistence.RunSucceeded, cres.Step.UpdatedAt)
 		log.Info("run succeeded")
 	}
 	if cres.RunStatus == persistence.RunCompensating {
@@ -127,6 +129,10 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 		return r == staleLease
 	}
 	e.stats.stepsSkipped.Add(1)
+	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricSkipped)
+	if cres.RunFinished {
+		e.metrics.runFinished(res.Run, persistence.RunSucceeded, cres.Step.UpdatedAt)
+	}
 	log.Info("step skipped", "reason", why)
 	if cres.RunStatus == persistence.RunCompensating {
 		e.advanceSaga(ctx, ex.runID)
@@ -154,6 +160,7 @@ func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence
 	if r := e.record(err, ex, "abort"); r != recorded {
 		return r == staleLease
 	}
+	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricCancelled)
 	log.Info("step aborted", "reason", why)
 	e.maybeAdvanceSaga(ctx, ex.runID)
 	return true
@@ -190,11 +197,18 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		return r == staleLease
 	}
 	if p.RetryAt != nil {
+		e.metrics.stepRetried()
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
 		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
 	e.stats.stepsDead.Add(1)
+	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricDead)
+	if p.DeadRunStatus == persistence.RunFailed && res.Run.Status == persistence.RunRunning {
+		// StepFail failed the run unless it had stopped running
+		// meanwhile (cancelled, or another step dead first).
+		e.metrics.runFinished(res.Run, persistence.RunFailed, now)
+	}
 	log.Warn("step dead-lettered", "err", firstLine(herr), "run_status", p.DeadRunStatus)
 	if p.DeadRunStatus == persistence.RunCompensating {
 		e.advanceSaga(ctx, ex.runID)

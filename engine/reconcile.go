@@ -103,18 +103,21 @@ func (e *Engine) reconcileStore(ctx context.Context, now time.Time, workflows []
 		return err
 	}
 	r.Queued = e.requeue(ctx, queued, now, false)
+	e.metrics.reconciled(requeueQueued, r.Queued)
 
 	retries, err := e.store.StepListRetryDue(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
 		return err
 	}
 	r.RetriesDue = e.requeue(ctx, retries, now, false)
+	e.metrics.reconciled(requeueRetryDue, r.RetriesDue)
 
 	expired, err := e.store.StepListLeaseExpired(ctx, persistence.ListDueParams{Before: now, Limit: reconcileBatch, Workflows: workflows})
 	if err != nil {
 		return err
 	}
 	r.LeaseExpired = e.requeue(ctx, expired, now, true)
+	e.metrics.reconciled(requeueLeaseExpired, r.LeaseExpired)
 
 	for _, wf := range workflows {
 		page, err := e.store.RunList(ctx, persistence.RunListParams{Workflow: wf, Status: []persistence.RunStatus{persistence.RunCompensating}, Limit: reconcileBatch})

@@ -79,7 +79,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		if derr != nil {
 			why = "(error text not decoded: " + derr.Error() + ")"
 		}
-		_, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+		tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 			RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
 			Error: e.encodeError(ctx, fmt.Sprintf("%s; compensation failed for step(s) %s", why, strings.Join(failed, ", "))),
 			Now:   e.clock.Now(),
@@ -87,6 +87,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		if err != nil && !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
 			log.Warn("saga: marking run failed failed", "err", err)
 		} else if err == nil {
+			e.metrics.runFinished(tr.Run, persistence.RunFailed, e.clock.Now())
 			log.Warn("run failed: a compensation dead-lettered", "steps", failed)
 		}
 		return
@@ -120,11 +121,12 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 			return // compensations still running
 		}
 	}
-	_, err = e.store.RunTransition(ctx, persistence.RunTransitionParams{
+	tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 		RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunCompensated,
 		Now: e.clock.Now(),
 	})
 	if err == nil {
+		e.metrics.runFinished(tr.Run, persistence.RunCompensated, e.clock.Now())
 		log.Info("run compensated")
 	} else if !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
 		log.Warn("saga: marking run compensated failed", "err", err)
@@ -241,6 +243,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		if r := e.record(err, ex, "compensation completion"); r != recorded {
 			return r == staleLease
 		}
+		e.metrics.compensationEnded(res.Run.Workflow, true)
 		log.Info("step compensated")
 		e.advanceSaga(ctx, ref.RunID)
 		return true
@@ -262,6 +265,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		e.enqueue(sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
+	e.metrics.compensationEnded(res.Run.Workflow, false)
 	log.Error("compensation dead-lettered", "err", firstLine(herr))
 	e.advanceSaga(ctx, ref.RunID)
 	return true

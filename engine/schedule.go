@@ -158,13 +158,17 @@ func (e *Engine) scheduler() *cron.Scheduler {
 		if interval <= 0 { // this node fires no schedules; tools pass by hand
 			interval = DefaultScheduleInterval
 		}
-		s, err := cron.New(cron.Config{
+		cfg := cron.Config{
 			Store:   e.store,
 			Starter: engineStarter{e},
 			Clock:   e.clock,
 			Logger:  e.log,
 			Grace:   max(10*time.Second, 3*interval),
-		})
+		}
+		if e.metrics != nil {
+			cfg.OnMissed = e.metrics.scheduleMissedTicks
+		}
+		s, err := cron.New(cfg)
 		if err != nil {
 			panic(err) // every required field is set above
 		}
@@ -286,5 +290,10 @@ func (s engineStarter) Start(ctx context.Context, r cron.StartRequest) (string, 
 	if r.Input != nil {
 		input = json.RawMessage(r.Input)
 	}
-	return s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), FromSchedule(r.Schedule, r.Tick))
+	var created bool
+	id, err := s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), FromSchedule(r.Schedule, r.Tick), Created(&created))
+	if err == nil && created {
+		s.e.metrics.scheduleFired(r.Schedule, r.Tick, s.e.clock.Now())
+	}
+	return id, err
 }

@@ -90,7 +90,15 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 		h = e.conditional(sdef)
 	}
 
+	var started time.Time
+	if e.metrics != nil {
+		started = e.clock.Now()
+		e.metrics.stepStarted(res.Step, started)
+	}
 	out, herr := e.execute(ctx, ex, h, sdef.Timeout, sc)
+	if e.metrics != nil {
+		e.metrics.stepRan(res.Run.Workflow, ref.Step, e.clock.Now().Sub(started))
+	}
 	if ex.released.Load() {
 		return true
 	}

@@ -168,6 +168,7 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 	}
 	if res.Created {
 		e.stats.runsCreated.Add(1)
+		e.metrics.runStarted(p.Workflow)
 	}
 	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
@@ -231,6 +232,11 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 	}
 	if err != nil {
 		return "", fmt.Errorf("engine: trigger %q: %w", workflow, err)
+	}
+	if res.Created {
+		// Counted when created: a transaction the caller rolls back
+		// afterwards leaves a run counted that never was.
+		e.metrics.runStarted(p.Workflow)
 	}
 	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
