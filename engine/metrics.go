@@ -430,11 +430,11 @@ func (m *metrics) reconciled(reason string, n int) {
 
 // gaugeCache holds the gauges that need a query, from the last refresh.
 type gaugeCache struct {
-	mu      sync.Mutex // one refresh at a time; guards the fields
-	at      time.Time  // last refresh attempt (monotonic: a real wait)
-	depth   map[string]float64
-	oldest  map[string]float64
-	dead    map[string]float64
+	mu     sync.Mutex // one refresh at a time; guards the fields
+	at     time.Time  // last refresh attempt (monotonic: a real wait)
+	depth  map[string]float64
+	oldest map[string]float64
+	dead   map[string]float64
 }
 
 var (

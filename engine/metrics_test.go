@@ -85,12 +85,12 @@ func storeTruth(t *testing.T, env *enginetest.Env, ids []string) map[string]floa
 	t.Helper()
 	ctx := context.Background()
 	want := map[string]float64{
-		"dagflow_runs_started_total{workflow=order}": float64(len(ids)),
-		"dagflow_step_retries_total{}":               0,
-		"dagflow_stale_completions_total{}":          0,
-		"dagflow_store_errors_total{}":               0,
-		"dagflow_redis_errors_total{}":               0,
-		"dagflow_queue_depth{queue=default}":         0,
+		"dagflow_runs_started_total{workflow=order}":      float64(len(ids)),
+		"dagflow_step_retries_total{}":                    0,
+		"dagflow_stale_completions_total{}":               0,
+		"dagflow_store_errors_total{}":                    0,
+		"dagflow_redis_errors_total{}":                    0,
+		"dagflow_queue_depth{queue=default}":              0,
 		"dagflow_queue_oldest_age_seconds{queue=default}": 0,
 		"dagflow_worker_slots{state=busy}":                0,
 		"dagflow_worker_slots{state=free}":                8,
