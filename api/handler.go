@@ -55,6 +55,12 @@ type Options struct {
 	// Now is the clock of the key cache and of queue ages. Default
 	// time.Now.
 	Now func() time.Time
+	// Metrics, when set, is served at GET /metrics (a Prometheus
+	// handler, promhttp's) under the API's authentication: a key of the
+	// read scope, or none where AllowAnonymous lets requests in. It is
+	// not part of the JSON API (nor of openapi.yaml). Default: no
+	// /metrics route.
+	Metrics http.Handler
 }
 
 func (o Options) withDefaults(e *engine.Engine) Options {
@@ -104,6 +110,14 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	for _, rt := range s.routes() {
+		mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
+		methods[rt.Path] = append(methods[rt.Path], rt.Method)
+	}
+	if o.Metrics != nil {
+		rt := Route{Method: "GET", Path: "/metrics", Scope: ScopeRead, handle: func(w http.ResponseWriter, r *http.Request) error {
+			o.Metrics.ServeHTTP(w, r)
+			return nil
+		}}
 		mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
 		methods[rt.Path] = append(methods[rt.Path], rt.Method)
 	}

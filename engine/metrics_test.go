@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/dag"
@@ -46,13 +51,25 @@ func metricsFail(sc steps.Context) error {
 	return nil
 }
 
-// scrape gathers reg into series: "name{k=v,...}" (labels sorted) ->
-// value; a histogram gives its _count and _sum.
+// scrape fetches /metrics of reg over HTTP, as Prometheus does, and
+// parses it into series: "name{k=v,...}" (labels sorted) -> value; a
+// histogram gives its _count and _sum.
 func scrape(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
-		t.Fatalf("gather: %v", err)
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %s", resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
@@ -99,6 +100,7 @@ type devOptions struct {
 // devNode is the embedded engine of dev, not started yet.
 type devNode struct {
 	e     *engine.Engine
+	reg   *prometheus.Registry // the engine's metrics
 	svc   *orderflow.Services
 	redis string // the in-process Redis's address
 	close func()
@@ -127,9 +129,11 @@ func openDev(ctx context.Context, opt devOptions, logger *slog.Logger) (*devNode
 	if err := n.svc.Register(reg); err != nil {
 		return fail(err)
 	}
+	n.reg = metricsRegistry()
 	if n.e, err = engine.New(engine.Config{
 		Store: store, Redis: rdb, Logger: logger, Concurrency: opt.concurrency,
 		ReconcileInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
+		Registerer: n.reg,
 	}); err != nil {
 		return fail(err)
 	}
@@ -233,7 +237,7 @@ func runDevServe(ctx context.Context, opt devOptions, stdout, stderr io.Writer) 
 	if err := n.e.Schedule(devSchedule, "0 * * * *", "order", scheduled); err != nil {
 		return err
 	}
-	srv, err := listenAPI(ctx, n.e, opt.listen, api.Options{Logger: logger}, logger)
+	srv, err := listenAPI(ctx, n.e, opt.listen, api.Options{Logger: logger, Metrics: metricsHandler(n.reg, logger)}, logger)
 	if err != nil {
 		return err
 	}
@@ -245,6 +249,7 @@ func runDevServe(ctx context.Context, opt devOptions, stdout, stderr io.Writer) 
 	n.banner(stdout, opt)
 	fmt.Fprintf(stdout, "API on %s%s\n", srv.url, srv.authNote())
 	fmt.Fprintf(stdout, "  curl %s/v1/runs\n", srv.url)
+	fmt.Fprintf(stdout, "  curl %s/metrics\n", srv.url)
 	fmt.Fprintf(stdout, "triggering an order every %v; Ctrl-C stops\n\n", opt.every)
 
 	out := &lockedWriter{w: stdout}

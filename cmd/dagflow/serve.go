@@ -47,7 +47,9 @@ func newServeCmd(sec *secrets) *cobra.Command {
 		Use:   "serve",
 		Short: "run an engine node with the HTTP API until SIGINT/SIGTERM",
 		Long: "Run an engine node on Redis + MySQL with the HTTP API (/v1, /healthz, /readyz,\n" +
-			"/openapi.yaml) on --listen, until SIGINT/SIGTERM.\n\n" +
+			"/openapi.yaml, /metrics) on --listen, until SIGINT/SIGTERM.\n\n" +
+			"/metrics (Prometheus) follows the API's authentication rules (a key of the read scope);\n" +
+			"with --metrics-listen it is served there instead, alone and without authentication.\n\n" +
 			"Every /v1 route needs an API key (dagflow apikeys create). With no key in the store,\n" +
 			"serve listens only on a loopback address, and serves local requests there without\n" +
 			"keys until a key is created (within a second, no restart). A proxy or tunnel in front\n" +
@@ -78,12 +80,24 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 		return usagef("--max-body-bytes %d: must be at least 1", s.maxBody)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger)
+	reg := metricsRegistry()
+	o := api.Options{Logger: logger, MaxBodyBytes: s.maxBody}
+	var ms *metricsServer
+	if s.w.metricsListen != "" {
+		var err error
+		if ms, err = listenMetrics(s.w.metricsListen, reg, logger); err != nil {
+			return err
+		}
+		defer ms.close()
+	} else {
+		o.Metrics = metricsHandler(reg, logger)
+	}
+	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger, reg)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	srv, err := listenAPI(ctx, n.e, s.listen, api.Options{Logger: logger, MaxBodyBytes: s.maxBody}, logger)
+	srv, err := listenAPI(ctx, n.e, s.listen, o, logger)
 	if err != nil {
 		return err
 	}
@@ -93,6 +107,12 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	served := srv.serve()
 	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())
+	if ms != nil {
+		ms.serve(logger)
+		fmt.Fprintf(stdout, "dagflow serve: metrics on %s (no authentication)\n", ms.url)
+	} else {
+		fmt.Fprintf(stdout, "dagflow serve: metrics on %s/metrics (the API's authentication: a read key)\n", srv.url)
+	}
 	if s.noWorkers {
 		fmt.Fprintf(stdout, "dagflow serve: node %s runs no step (--no-workers); SIGTERM stops it\n", n.e.NodeID())
 	} else {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/dagflow/dagflow/dag"
@@ -33,6 +34,9 @@ type workerFlags struct {
 	queues      string
 	lease       time.Duration
 	shutdown    time.Duration
+	// metricsListen serves /metrics alone, unauthenticated, on its own
+	// address (cmd/dagflow/metrics.go).
+	metricsListen string
 }
 
 // newWorkerCmd runs one engine node (workers and reconciler) with the
@@ -62,11 +66,22 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
 	fs.DurationVar(&w.lease, "lease", 30*time.Second, "step lease")
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
+	fs.StringVar(&w.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port, without authentication: an address only monitoring reaches")
 }
 
 func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	n, err := openNode(ctx, w, queuesGiven, false, logger)
+	var reg *prometheus.Registry
+	var ms *metricsServer
+	if w.metricsListen != "" {
+		reg = metricsRegistry()
+		var err error
+		if ms, err = listenMetrics(w.metricsListen, reg, logger); err != nil {
+			return err
+		}
+		defer ms.close()
+	}
+	n, err := openNode(ctx, w, queuesGiven, false, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -75,6 +90,10 @@ func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, st
 		return err
 	}
 	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", n.e.NodeID(), strings.Join(n.queues, ","))
+	if ms != nil {
+		ms.serve(logger)
+		fmt.Fprintf(stdout, "dagflow worker: metrics on %s\n", ms.url)
+	}
 	<-ctx.Done()
 	return stopWithin(n.e.Stop, w.shutdown, stopGrace)
 }
@@ -89,8 +108,9 @@ type node struct {
 // openNode connects to the backends and makes an engine node with the
 // built-in workflows registered, working --queues (default: every queue
 // of those workflows). With noWorkers the node registers no workflow and
-// runs no step: it knows the workflows from the stored definitions.
-func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger) (*node, error) {
+// runs no step: it knows the workflows from the stored definitions. With
+// reg, the engine's metrics are registered on it.
+func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger, reg *prometheus.Registry) (*node, error) {
 	var wfs []*dag.Workflow
 	var queues []string
 	if !noWorkers {
@@ -123,10 +143,14 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 		return nil, err
 	}
 	closeAll := func() { rdb.Close(); store.Close() }
-	e, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
-	})
+	}
+	if reg != nil {
+		cfg.Registerer = reg
+	}
+	e, err := engine.New(cfg)
 	if err != nil {
 		closeAll()
 		return nil, err

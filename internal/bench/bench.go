@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/bench/seed"
@@ -165,10 +167,14 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(engine.Config{
+	ecfg := engine.Config{
 		Store: b.env.store, Redis: b.env.rdb, Prefix: b.env.prefix + ":m", Concurrency: cfg.Workers,
 		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
+	}
+	if cfg.Metrics {
+		ecfg.Registerer = prometheus.NewRegistry()
+	}
+	e, err := engine.New(ecfg)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,9 @@ type Config struct {
 	LatencyLog string
 	// JSONOnly leaves the table out of the report (see Result.Print).
 	JSONOnly bool
+	// Metrics registers the measured engine's Prometheus metrics on a
+	// fresh registry (engine.Config.Registerer), to measure their cost.
+	Metrics bool
 	// Timeout bounds the whole session.
 	Timeout time.Duration
 }
@@ -122,6 +125,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
 	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
 	fs.BoolVar(&c.JSONOnly, "json-only", false, "print only the JSON line")
+	fs.BoolVar(&c.Metrics, "metrics", false, "register the engine's Prometheus metrics (on a registry nothing scrapes), to measure their cost")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
 }
 
