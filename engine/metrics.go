@@ -321,8 +321,8 @@ func (m *metrics) runStarted(workflow string) {
 // its duration from its start (its creation, if it never started) to
 // end (now, if the store did not say).
 func (m *metrics) runFinished(run persistence.Run, status persistence.RunStatus, now time.Time) {
-	if m == nil {
-		return
+	if m == nil || run.Workflow == "" {
+		return // a store that did not return the run: no label to count it under
 	}
 	c := m.run(run.Workflow)
 	fin, ok := c.finished[status]
