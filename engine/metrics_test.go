@@ -354,3 +354,30 @@ func TestMetricsSchedules(t *testing.T) {
 		t.Errorf("schedule missed %v, want %d (the pass's)", v, res.Missed)
 	}
 }
+
+// A run cancelled before it started counts as finished cancelled, on
+// the node that cancelled it.
+func TestMetricsCancelledRun(t *testing.T) {
+	r := &recorder{}
+	reg := prometheus.NewRegistry()
+	env := enginetest.New(t, enginetest.Options{
+		Workflows: []*dag.Workflow{orderWorkflow(t, r, "order", 0, nil, false, nil)},
+		Configure: func(c *engine.Config) { c.Registerer = reg },
+	})
+	id := env.Trigger(t, "order", nil, engine.Delay(time.Hour))
+	if err := env.Engine.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	env.AssertRun(t, env.Wait(t, id), persistence.RunCancelled)
+	got := scrape(t, reg)
+	for k, want := range map[string]float64{
+		"dagflow_runs_started_total{workflow=order}":                                 1,
+		"dagflow_runs_finished_total{status=cancelled,workflow=order}":               1,
+		"dagflow_run_duration_seconds_count{status=cancelled,workflow=order}":        1,
+		"dagflow_steps_finished_total{status=cancelled,step=reserve,workflow=order}": 0,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+}
