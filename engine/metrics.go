@@ -184,8 +184,12 @@ func newMetrics(e *Engine, reg prometheus.Registerer) (*metrics, error) {
 		}, func() float64 { return float64(s.redisErrors.Load()) }),
 		&gaugeCollector{m: m},
 	}
-	for _, c := range cs {
+	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
+			// All or nothing: the registry is left as it was.
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
 			return nil, fmt.Errorf("engine: Config.Registerer: %w", err)
 		}
 	}

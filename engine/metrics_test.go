@@ -296,6 +296,16 @@ func TestMetricsNilRegistererAndDuplicate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Config.Registerer") {
 		t.Fatalf("second engine on one registry: err %v, want one naming Config.Registerer", err)
 	}
+	// A refused registration leaves nothing behind: the registry holds
+	// the first engine's metrics, once.
+	other := prometheus.NewRegistry()
+	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "dagflow_redis_errors_total", Help: "taken"}))
+	if _, err := engine.New(engine.Config{Store: env.Store, Redis: env.Redis, Prefix: env.Prefix, Registerer: other}); err == nil {
+		t.Fatal("an engine on a registry holding one of its metric names was made")
+	}
+	if mfs, err := other.Gather(); err != nil || len(mfs) != 1 {
+		t.Errorf("after the refused registration the registry gathers %d families (%v), want only the one it had", len(mfs), err)
+	}
 }
 
 // A schedule's fired tick sets its lag; ticks dropped by the catch-up
