@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,6 +123,12 @@ func TestBinaryDevServesAPI(t *testing.T) {
 	}
 	testenv.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "finished: compensated") },
 		"dev's runs do not show the designed outcomes:\n%s", &out)
+	// /metrics, without a key like the rest of dev's API, counts the
+	// compensated run.
+	code, metrics := get(t, "GET", u+"/metrics", "", "")
+	if code != http.StatusOK || !regexp.MustCompile(`dagflow_runs_finished_total\{status="compensated",workflow="order(_go)?"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("GET /metrics: %d, no compensated run counted:\n%.3000s", code, metrics)
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-exited:
