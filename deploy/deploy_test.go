@@ -27,47 +27,47 @@ func listed(t *testing.T) catalogue {
 	return newCatalogue(ms)
 }
 
-// TestMetricsList holds metrics.txt to the metrics that #23 names, so that
-// the list is not edited by accident; a metric added on purpose is added
-// here too.
-func TestMetricsList(t *testing.T) {
-	ms, err := Metrics()
-	if err != nil {
-		t.Fatalf("Metrics: %v", err)
-	}
-	got := map[string]string{}
-	for _, m := range ms {
-		got[m.Name] = fmt.Sprintf("%s %s", m.Type, strings.Join(m.Labels, ","))
-	}
-	want := map[string]string{
-		"dagflow_runs_started_total":        "counter workflow",
-		"dagflow_runs_finished_total":       "counter workflow,status",
-		"dagflow_run_duration_seconds":      "histogram workflow,status",
-		"dagflow_steps_finished_total":      "counter workflow,step,status",
-		"dagflow_step_duration_seconds":     "histogram workflow,step",
-		"dagflow_step_retries_total":        "counter workflow,step",
-		"dagflow_step_dispatch_seconds":     "histogram queue",
-		"dagflow_compensations_total":       "counter workflow,status",
-		"dagflow_dead_letters":              "gauge workflow",
-		"dagflow_queue_depth":               "gauge queue",
-		"dagflow_queue_oldest_age_seconds":  "gauge queue",
-		"dagflow_schedule_lag_seconds":      "gauge schedule",
-		"dagflow_schedule_missed_total":     "counter schedule",
-		"dagflow_worker_slots":              "gauge state",
-		"dagflow_stale_completions_total":   "counter ",
-		"dagflow_reconciler_requeued_total": "counter reason",
-		"dagflow_store_errors_total":        "counter ",
-		"dagflow_redis_errors_total":        "counter ",
-		"up":                                "gauge ",
-	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("metrics.txt: %s: got %q, want %q", name, got[name], w)
+// TestMetricsDocumented holds the metric list of the README's
+// Observability section and the table of docs/observability.md to
+// metrics.txt.
+func TestMetricsDocumented(t *testing.T) {
+	c := listed(t)
+	var want []string
+	for name := range c {
+		if strings.HasPrefix(name, "dagflow_") {
+			want = append(want, name)
 		}
 	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("metrics.txt: %s is not among the metrics this test knows: add it here too", name)
+	slices.Sort(want)
+	metric := regexp.MustCompile(`dagflow_[a-z0-9_]+`)
+	for _, doc := range []struct{ file, start, row string }{
+		{"../README.md", "## Observability\n", ""},
+		{"../docs/observability.md", "## Metrics\n", "| `dagflow_"},
+	} {
+		b, err := os.ReadFile(doc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, ok := strings.Cut(string(b), doc.start)
+		if !ok {
+			t.Errorf("%s: no section %q", doc.file, strings.TrimSpace(doc.start))
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		var got []string
+		for _, line := range strings.Split(section, "\n") {
+			if doc.row != "" {
+				if !strings.HasPrefix(line, doc.row) {
+					continue
+				}
+				line = strings.SplitN(line, "|", 3)[1] // the first column
+			}
+			got = append(got, metric.FindAllString(line, -1)...)
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: section %q lists\n%v\nmetrics.txt lists\n%v", doc.file, strings.TrimSpace(doc.start), got, want)
 		}
 	}
 }

@@ -11,5 +11,7 @@
 // The package's tests hold the rules and the dashboard to metrics.txt:
 // every expression may name only the metrics and labels listed there, so a
 // renamed metric fails a test here instead of silently emptying a panel or
-// an alert. The engine's metrics are held to the same list.
+// an alert. They also hold the metric lists of the README and
+// docs/observability.md to it, and the engine's tests can hold the metrics
+// it registers to it with [Metrics].
 package deploy
