@@ -25,8 +25,25 @@ run: ## the demo on the embedded default (miniredis + SQLite): an order a second
 # times slower and would measure that rather than the engine.
 TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
 
+# PROMTOOL checks and unit-tests the alert rules in deploy/prometheus (Debian's
+# prometheus package has it). Without it they are skipped with a message,
+# except with CI=true, where .ci/run installs it and its absence fails.
+PROMTOOL ?= promtool
+RULES    := deploy/prometheus/dagflow-alerts.yml
+
+.PHONY: test-rules
+test-rules: ## promtool check and unit tests of the alert rules (skipped without promtool, unless CI=true)
+	@if command -v $(PROMTOOL) >/dev/null 2>&1; then \
+		$(PROMTOOL) check rules $(RULES) && \
+		$(PROMTOOL) test rules deploy/prometheus/dagflow-alerts.test.yml; \
+	elif [ "$$CI" = true ]; then \
+		echo "test-rules: $(PROMTOOL) not found (Debian's prometheus package): CI must check the alert rules" >&2; exit 1; \
+	else \
+		echo "test-rules: $(PROMTOOL) not found, alert rules not checked (apt-get install prometheus)"; \
+	fi
+
 .PHONY: test
-test: ## all tests with -race against the loopback Redis and MariaDB (CI=true: missing services fail)
+test: test-rules ## the alert rules, then all tests with -race against the loopback Redis and MariaDB (CI=true: missing services fail)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
 
