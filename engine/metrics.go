@@ -73,6 +73,7 @@ type stepKey struct{ workflow, step string }
 // stepMetrics are one step's metric children.
 type stepMetrics struct {
 	succeeded, skipped, dead, cancelled prometheus.Counter
+	retries                             prometheus.Counter
 	duration                            prometheus.Observer
 }
 
@@ -96,7 +97,7 @@ type metrics struct {
 	runDuration    *prometheus.HistogramVec
 	stepsFinished  *prometheus.CounterVec
 	stepDuration   *prometheus.HistogramVec
-	stepRetries    prometheus.Counter
+	stepRetries    *prometheus.CounterVec
 	dispatch       *prometheus.HistogramVec
 	compensations  *prometheus.CounterVec
 	scheduleLag    *prometheus.GaugeVec
@@ -140,10 +141,10 @@ func newMetrics(e *Engine, reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time a step's handler (its when condition included) ran, per attempt.",
 			Buckets: stepBuckets,
 		}, []string{"workflow", "step"}),
-		stepRetries: prometheus.NewCounter(prometheus.CounterOpts{
+		stepRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dagflow_step_retries_total",
 			Help: "Failed forward attempts that this node scheduled for a retry.",
-		}),
+		}, []string{"workflow", "step"}),
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dagflow_step_dispatch_seconds",
 			Help:    "Time from a step becoming ready (queued) to its handler starting, for first attempts.",
@@ -237,6 +238,7 @@ func (m *metrics) step(workflow, step string) *stepMetrics {
 		skipped:   m.stepsFinished.WithLabelValues(workflow, step, metricSkipped),
 		dead:      m.stepsFinished.WithLabelValues(workflow, step, metricDead),
 		cancelled: m.stepsFinished.WithLabelValues(workflow, step, metricCancelled),
+		retries:   m.stepRetries.WithLabelValues(workflow, step),
 		duration:  m.stepDuration.WithLabelValues(workflow, step),
 	}
 	next := make(map[stepKey]*stepMetrics, len(old)+1)
@@ -387,11 +389,11 @@ func (m *metrics) stepFinished(workflow, step, status string) {
 }
 
 // stepRetried counts a failed attempt scheduled for a retry.
-func (m *metrics) stepRetried() {
+func (m *metrics) stepRetried(workflow, step string) {
 	if m == nil {
 		return
 	}
-	m.stepRetries.Inc()
+	m.step(workflow, step).retries.Inc()
 }
 
 // compensationEnded counts a compensation that succeeded, or

@@ -28,7 +28,7 @@ func TestMetricsHotPathAllocatesNothing(t *testing.T) {
 		m.stepStarted(s, now)
 		m.stepRan("order", "ship", time.Millisecond)
 		m.stepFinished("order", "ship", metricSucceeded)
-		m.stepRetried()
+		m.stepRetried("order", "ship")
 		m.runStarted("order")
 		m.runFinished(run, persistence.RunSucceeded, now)
 		m.compensationEnded("order", true)

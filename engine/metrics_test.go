@@ -20,6 +20,7 @@ import (
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/deploy"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/persistence"
@@ -102,8 +103,8 @@ func storeTruth(t *testing.T, env *enginetest.Env, ids []string) map[string]floa
 	t.Helper()
 	ctx := context.Background()
 	want := map[string]float64{
-		"dagflow_runs_started_total{workflow=order}":      float64(len(ids)),
-		"dagflow_step_retries_total{}":                    0,
+		"dagflow_runs_started_total{workflow=order}": float64(len(ids)),
+
 		"dagflow_stale_completions_total{}":               0,
 		"dagflow_store_errors_total{}":                    0,
 		"dagflow_redis_errors_total{}":                    0,
@@ -125,6 +126,7 @@ func storeTruth(t *testing.T, env *enginetest.Env, ids []string) map[string]floa
 			add("dagflow_steps_finished_total{status="+st+",step="+s+",workflow=order}", 0)
 		}
 		add("dagflow_step_duration_seconds_count{step="+s+",workflow=order}", 0)
+		add("dagflow_step_retries_total{step="+s+",workflow=order}", 0)
 	}
 	add("dagflow_step_dispatch_seconds_count{queue=default}", 0)
 	for _, id := range ids {
@@ -155,7 +157,7 @@ func storeTruth(t *testing.T, env *enginetest.Env, ids []string) map[string]floa
 				status = "skipped"
 			case persistence.OutcomeFailed:
 				if a.Attempt < stepOf(t, info, a.Step).Attempt {
-					add("dagflow_step_retries_total{}", 1)
+					add("dagflow_step_retries_total{step="+a.Step+",workflow=order}", 1)
 				} else {
 					status = "dead"
 				}
@@ -233,9 +235,15 @@ func TestMetricsMatchStore(t *testing.T) {
 		for _, d := range diffs {
 			t.Error(d)
 		}
-		if truth["dagflow_step_retries_total{}"] != 1 || truth["dagflow_dead_letters{workflow=order}"] != 3 {
+		retries := 0.0
+		for k, v := range truth {
+			if strings.HasPrefix(k, "dagflow_step_retries_total{") {
+				retries += v
+			}
+		}
+		if retries != 1 || truth["dagflow_dead_letters{workflow=order}"] != 3 {
 			t.Errorf("the demo should have made 1 retry and 3 dead letters, store says %v and %v",
-				truth["dagflow_step_retries_total{}"], truth["dagflow_dead_letters{workflow=order}"])
+				retries, truth["dagflow_dead_letters{workflow=order}"])
 		}
 	})
 }
@@ -389,5 +397,62 @@ func TestMetricsCancelledRun(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
 		}
+	}
+}
+
+// Every metric the engine exports is in deploy/metrics.txt, with its
+// type and labels, so the alert rules and the dashboard (checked against
+// that file) see what the engine exports.
+func TestMetricsMatchTheOperationsFiles(t *testing.T) {
+	known, err := deploy.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]deploy.Metric{}
+	for _, m := range known {
+		byName[m.Name] = m
+	}
+	reg := prometheus.NewRegistry()
+	r := &recorder{}
+	env := enginetest.New(t, enginetest.Options{
+		Workflows: []*dag.Workflow{orderWorkflow(t, r, "order", 0, nil, false, nil)},
+		Configure: func(c *engine.Config) { c.Registerer = reg },
+	})
+	env.AssertRun(t, env.Wait(t, env.Trigger(t, "order", nil)), persistence.RunSucceeded)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if !strings.HasPrefix(name, "dagflow_") {
+			continue
+		}
+		seen++
+		m, ok := byName[name]
+		if !ok {
+			t.Errorf("%s is exported but not in deploy/metrics.txt", name)
+			continue
+		}
+		if got := strings.ToLower(mf.GetType().String()); got != string(m.Type) {
+			t.Errorf("%s is a %s, deploy/metrics.txt says %s", name, got, m.Type)
+		}
+		for _, metric := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range metric.GetLabel() {
+				labels = append(labels, lp.GetName())
+			}
+			sort.Strings(labels)
+			want := append([]string(nil), m.Labels...)
+			sort.Strings(want)
+			if strings.Join(labels, ",") != strings.Join(want, ",") {
+				t.Errorf("%s has labels %v, deploy/metrics.txt says %v", name, labels, want)
+				break
+			}
+		}
+	}
+	if seen < 10 {
+		t.Errorf("only %d dagflow metrics gathered after a run", seen)
 	}
 }

@@ -197,7 +197,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		return r == staleLease
 	}
 	if p.RetryAt != nil {
-		e.metrics.stepRetried()
+		e.metrics.stepRetried(res.Run.Workflow, ex.step)
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
 		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
