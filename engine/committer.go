@@ -53,6 +53,7 @@ type completionResult struct {
 	err error // the item's error, or the batch's
 	// handover: the item's slot now belongs to a step its batch claimed.
 	handover bool
+	batch    int // items in the item's transaction
 }
 
 // complete records a success or skip through the committers and waits for
@@ -60,7 +61,10 @@ type completionResult struct {
 // released steps enqueued. A batch that could not reach the store is tried
 // again for up to half a lease, so a short database outage does not make a
 // finished step run again.
-func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+func (e *Engine) complete(ctx context.Context, ex *execution, p persistence.StepCompleteParams) (res persistence.StepCompleteResult, err error) {
+	span := e.tracer.startCommit(ctx)
+	batch := 0
+	defer func() { e.tracer.endCommit(span, batch, err) }()
 	// A real wait, not the engine's time: with a fake clock that stands
 	// still, an outage must still end the tries.
 	deadline := time.Now().Add(e.cfg.Lease / 2)
@@ -74,6 +78,7 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 			return persistence.StepCompleteResult{}, errShutdown
 		}
 		r := <-c.done
+		batch = r.batch
 		if r.err == nil {
 			ex.acked = true
 			ex.handedOver = r.handover
@@ -187,7 +192,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 		e.stats.errors.Add(1)
 		e.slots.free(slots)
 		for _, c := range batch {
-			c.done <- completionResult{err: err}
+			c.done <- completionResult{err: err, batch: len(batch)}
 		}
 		return
 	}
@@ -240,7 +245,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	e.enqueueSteps(context.Background(), ready)
 	e.ackTasks(acks)
 	for i, c := range batch {
-		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i]}
+		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i], batch: len(batch)}
 	}
 }
 

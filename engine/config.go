@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/internal/names"
@@ -132,6 +133,13 @@ type Config struct {
 	// of memory. A node holds at most Concurrency times this much step
 	// data. Default 32 MiB (DefaultMaxStepInput).
 	MaxStepInput int64
+	// TracerProvider makes the OpenTelemetry spans of the node: one per
+	// Trigger and TriggerTx, per step or compensation attempt and per
+	// recorded success; every span of a run belongs to the trace of its
+	// Trigger's caller, whichever node runs it (see MetadataTraceparent).
+	// The handler's context carries its attempt's span. Default none: no
+	// spans, at the cost of a nil check.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed

@@ -41,8 +41,10 @@ var (
 func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.StepClaimResult) bool {
 	ref := taskRef{RunID: ex.runID, Step: ex.step}
 	e.stats.stepsStarted.Add(1)
-	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
-		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
+	ctx, traceAttrs := e.tracer.startAttempt(ctx, res, ex.task.ID, false)
+	defer e.tracer.endAttempt(ctx)
+	log := withLazy(e.log, append([]slog.Attr{slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt)}, traceAttrs...)...)
 	w, err := e.planFor(ctx, res.Run)
 	if err != nil {
 		// The run's plan is unknown for now: run nothing rather than
@@ -152,7 +154,7 @@ func handlerContext(res persistence.StepClaimResult, compensation bool, log *slo
 		IdempotencyKey: res.Step.RunID + "/" + res.Step.Step,
 		Compensation:   compensation,
 		Input:          json.RawMessage(res.Run.Input),
-		Metadata:       res.Run.Metadata,
+		Metadata:       userMetadata(res.Run.Metadata),
 		Logger:         log,
 	}
 	if compensation {
