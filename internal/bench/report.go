@@ -37,6 +37,8 @@ type Result struct {
 	Workers      int    `json:"workers"`
 	Triggers     int    `json:"triggers"`
 	History      int    `json:"history"`
+	// Tracing: the engine made spans (see Config.Tracing).
+	Tracing bool `json:"tracing"`
 
 	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
 	// HistorySettleSeconds is how long the server took, after the seed,
@@ -131,7 +133,7 @@ func newResult(cfg Config, env *environment) *Result {
 	r := &Result{
 		Backend: env.backend, Servers: env.servers, Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Warmup: cfg.Warmup, Workers: cfg.Workers,
-		Triggers: cfg.Triggers, History: cfg.History, Database: env.database, RedisPrefix: env.prefix,
+		Triggers: cfg.Triggers, History: cfg.History, Tracing: cfg.Tracing, Database: env.database, RedisPrefix: env.prefix,
 	}
 	r.Commit, r.CommitSource = buildCommit()
 	return r
