@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -338,5 +339,106 @@ func TestTracingTraceLogHandler(t *testing.T) {
 	}
 	if g, _ := recs[3]["g"].(map[string]any); g["trace_id"] != sc.TraceID().String() {
 		t.Errorf("in a group: %v, want trace_id %s", recs[3], sc.TraceID())
+	}
+}
+
+// TestTracingTriggerTx: a run created by TriggerTx in the caller's
+// transaction is traced like one from Trigger; a repeated idempotency key
+// gives a trigger span that says it created nothing, and the run keeps
+// the first trigger's trace; a refused Trigger's span says why; without
+// a TracerProvider nothing is stored.
+func TestTracingTriggerTx(t *testing.T) {
+	st := sqliteStore(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	var seen sync.Map // step -> metadata seen by its handler
+	h := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		seen.Store(sc.Step, sc.Metadata)
+		return nil, nil
+	})
+	wf, err := dag.New("tx").Step("a", h).Step("b", h, dag.After("a")).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := enginetest.New(t, enginetest.Options{Store: st, Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf},
+		Configure: func(c *engine.Config) { c.TracerProvider = tp }})
+	ctx, caller := tp.Tracer("test").Start(context.Background(), "http request")
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := env.Engine.TriggerTx(ctx, tx, "tx", nil, engine.IdempotencyKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Engine.Dispatch(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	env.AssertRun(t, env.WaitTimeout(t, id, 20*time.Second), persistence.RunSucceeded)
+	// The repeat, in another trace.
+	ctx2, other := tp.Tracer("test").Start(context.Background(), "retried request")
+	if again, err := env.Engine.Trigger(ctx2, "tx", nil, engine.IdempotencyKey("k")); err != nil || again != id {
+		t.Fatalf("repeat: run %q, %v; want %q", again, err, id)
+	}
+	other.End()
+	if _, err := env.Engine.Trigger(ctx, "nope", nil); err == nil {
+		t.Fatal("Trigger of an unknown workflow succeeded")
+	}
+	caller.End()
+
+	var trig []sdktrace.ReadOnlySpan
+	stepSpans := map[string]sdktrace.ReadOnlySpan{}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		trig, stepSpans = nil, map[string]sdktrace.ReadOnlySpan{}
+		for _, s := range exp.GetSpans().Snapshots() {
+			switch {
+			case strings.HasPrefix(s.Name(), "dagflow.trigger "):
+				trig = append(trig, s)
+			case strings.HasPrefix(s.Name(), "dagflow.step "):
+				stepSpans[s.Name()] = s
+			}
+		}
+		return len(trig) == 3 && len(stepSpans) == 2
+	}, "want 3 trigger spans and 2 step spans")
+	first, repeat, refused := trig[0], trig[1], trig[2]
+	if first.Parent().SpanID() != caller.SpanContext().SpanID() || spanString(first, "dagflow.created") != "true" || spanString(first, "dagflow.run_id") != id {
+		t.Errorf("TriggerTx span: parent %s created %s run %s; want child of %s, created, run %s",
+			first.Parent().SpanID(), spanString(first, "dagflow.created"), spanString(first, "dagflow.run_id"), caller.SpanContext().SpanID(), id)
+	}
+	if repeat.Parent().SpanID() != other.SpanContext().SpanID() || spanString(repeat, "dagflow.created") != "false" || spanString(repeat, "dagflow.run_id") != id {
+		t.Errorf("repeat span: parent %s created %s run %s; want child of %s, not created, run %s",
+			repeat.Parent().SpanID(), spanString(repeat, "dagflow.created"), spanString(repeat, "dagflow.run_id"), other.SpanContext().SpanID(), id)
+	}
+	if refused.Name() != "dagflow.trigger nope" || refused.Status().Code != codes.Error || !strings.Contains(refused.Status().Description, "nope") {
+		t.Errorf("refused trigger span: %q status %+v; want an error naming the workflow", refused.Name(), refused.Status())
+	}
+	for name, s := range stepSpans {
+		if s.Parent().SpanID() != first.SpanContext().SpanID() || s.SpanContext().TraceID() != caller.SpanContext().TraceID() {
+			t.Errorf("%s: parent %s trace %s; want the TriggerTx span %s in trace %s", name, s.Parent().SpanID(), s.SpanContext().TraceID(),
+				first.SpanContext().SpanID(), caller.SpanContext().TraceID())
+		}
+	}
+	for _, step := range []string{"a", "b"} {
+		if md, _ := seen.Load(step); md.(map[string]string) != nil {
+			t.Errorf("step %s saw metadata %v, want none (the trace keys are reserved)", step, md)
+		}
+	}
+	run, err := st.RunGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(run.Metadata[engine.MetadataTraceparent], first.SpanContext().SpanID().String()) {
+		t.Errorf("stored traceparent %q, want the TriggerTx span %s", run.Metadata[engine.MetadataTraceparent], first.SpanContext().SpanID())
+	}
+
+	// Without a provider, nothing is stored.
+	plain := enginetest.New(t, enginetest.Options{Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf}})
+	pid := plain.Trigger(t, "tx", nil)
+	if r, err := plain.Store.RunGet(context.Background(), pid); err != nil || r.Metadata != nil {
+		t.Errorf("untraced run's metadata %v (%v), want none", r.Metadata, err)
 	}
 }
