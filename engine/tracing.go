@@ -217,11 +217,27 @@ func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResu
 	sctx, at.span = t.t.Start(parent, at.name, opts...)
 	// The handler's context: the engine's (its cancellation) with the span.
 	ctx = context.WithValue(trace.ContextWithSpan(ctx, at.span), attemptKey{}, at)
-	sc := trace.SpanContextFromContext(sctx)
-	if !sc.IsValid() {
+	if !trace.SpanContextFromContext(sctx).IsValid() {
 		return ctx, nil
 	}
-	return ctx, []slog.Attr{slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String())}
+	// Formatted only if the attempt logs: most log nothing.
+	return ctx, []slog.Attr{slog.Any("trace_id", traceIDOf{at}), slog.Any("span_id", spanIDOf{at})}
+}
+
+// traceIDOf and spanIDOf log an attempt's trace and span ids as hex.
+type (
+	traceIDOf struct{ at *attemptTrace }
+	spanIDOf  struct{ at *attemptTrace }
+)
+
+// LogValue implements slog.LogValuer.
+func (v traceIDOf) LogValue() slog.Value {
+	return slog.StringValue(v.at.span.SpanContext().TraceID().String())
+}
+
+// LogValue implements slog.LogValuer.
+func (v spanIDOf) LogValue() slog.Value {
+	return slog.StringValue(v.at.span.SpanContext().SpanID().String())
 }
 
 // attemptOf returns the attempt span in ctx, or nil.
