@@ -30,11 +30,13 @@ import (
 //     that apply (system "dagflow", operation type "process", the queue
 //     as destination, the task id as message id). The handler's context
 //     carries it.
-//   - A success or skip recorded by the committers gets a child span,
-//     "dagflow.complete <workflow>/<step>", from the outcome's hand-over
-//     to the committers to their answer, with the size of the
-//     transaction's batch: per step rather than one span per batch, so
-//     that the wait for the group commit shows in each run's trace.
+//   - Each completion transaction of the committers (the group commit of
+//     successes and skips, of many runs at once) is a span,
+//     "dagflow.commit", in a trace of its own, linked to the attempts it
+//     records, and each of those attempts links back to it: one span per
+//     transaction rather than one per step, which would double the spans
+//     a step costs; the wait for the commit is inside the attempt's span,
+//     which ends once its outcome is recorded.
 //
 // Links between the attempts of a step: a new attempt that took over a
 // lost one (its node died or froze past its lease) records the lost
@@ -105,6 +107,7 @@ const (
 	keyCreated      = attribute.Key("dagflow.created")
 	keyBatch        = attribute.Key("dagflow.commit.batch_size")
 	keyRecordedBy   = attribute.Key("dagflow.recorded_by")
+	keyClaimed      = attribute.Key("dagflow.commit.claimed")
 )
 
 // startTrigger starts the span of a Trigger or TriggerTx call.
@@ -324,31 +327,61 @@ func (t *tracer) lost(ctx context.Context, a persistence.Attempt, now time.Time)
 	at.span.AddLink(trace.Link{SpanContext: span.SpanContext(), Attributes: []attribute.KeyValue{keyPrevAttempt.Int(a.Attempt)}})
 }
 
-// startCommit starts the span of a success or skip waiting for the
-// committers, child of the attempt span in ctx; nil without one.
-func (t *tracer) startCommit(ctx context.Context) trace.Span {
+// attemptSpan returns the span context of the attempt in ctx, for the
+// commit of its outcome; the zero one without tracing.
+func (t *tracer) attemptSpan(ctx context.Context) trace.SpanContext {
+	if t == nil {
+		return trace.SpanContext{}
+	}
+	if at := attemptOf(ctx); at != nil {
+		return at.span.SpanContext()
+	}
+	return trace.SpanContext{}
+}
+
+// startBatch starts the span of one completion transaction, linked to
+// the attempts whose outcomes it records (the SDK keeps up to its
+// SpanLimits.LinkCountLimit, 128 by default, and counts the rest as
+// dropped); nil without tracing.
+func (t *tracer) startBatch(batch []*completion) trace.Span {
 	if t == nil {
 		return nil
 	}
-	at := attemptOf(ctx)
-	if at == nil {
-		return nil
+	links := make([]trace.Link, 0, len(batch))
+	for _, c := range batch {
+		if c.span.IsValid() {
+			links = append(links, trace.Link{SpanContext: c.span})
+		}
 	}
-	_, span := t.t.Start(ctx, "dagflow.complete "+at.target)
+	_, span := t.t.Start(context.Background(), "dagflow.commit", trace.WithLinks(links...),
+		trace.WithAttributes(keyNode.String(t.node), keyBatch.Int(len(batch))))
 	return span
 }
 
-// endCommit ends a commit span with the size of its transaction's batch.
-func (t *tracer) endCommit(span trace.Span, batch int, err error) {
+// endBatch ends a completion transaction's span; err is the
+// transaction's.
+func (t *tracer) endBatch(span trace.Span, claimed int, err error) {
 	if span == nil {
 		return
 	}
-	span.SetAttributes(keyBatch.Int(batch))
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, firstLine(err))
+	} else {
+		span.SetAttributes(keyClaimed.Int(claimed))
 	}
 	span.End()
+}
+
+// committed links the attempt in ctx to the span of the transaction
+// that recorded its outcome.
+func (t *tracer) committed(ctx context.Context, commit trace.SpanContext, batch int) {
+	if t == nil || !commit.IsValid() {
+		return
+	}
+	if at := attemptOf(ctx); at != nil {
+		at.span.AddLink(trace.Link{SpanContext: commit, Attributes: []attribute.KeyValue{keyBatch.Int(batch)}})
+	}
 }
 
 // TraceLogHandler wraps h so that a record logged with a context that
