@@ -135,8 +135,9 @@ type Config struct {
 	MaxStepInput int64
 	// TracerProvider makes the OpenTelemetry spans of the node: one per
 	// Trigger and TriggerTx, per step or compensation attempt and per
-	// recorded success; every span of a run belongs to the trace of its
-	// Trigger's caller, whichever node runs it (see MetadataTraceparent).
+	// completion transaction; every span of a run belongs to the trace of
+	// its Trigger's caller, whichever node runs it (see
+	// MetadataTraceparent).
 	// The handler's context carries its attempt's span. Default none: no
 	// spans, at the cost of a nil check.
 	TracerProvider trace.TracerProvider
