@@ -179,6 +179,10 @@ type attemptTrace struct {
 	target  string          // "<workflow>/<step>"
 	attrs   []attribute.KeyValue
 	outcome string
+	// commit is the span of the completion transaction that recorded
+	// (or last tried to record) the outcome, and batch its size.
+	commit trace.SpanContext
+	batch  int
 }
 
 type attemptKey struct{}
@@ -196,17 +200,19 @@ func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResu
 		attempt, verb = res.Step.CompAttempt, "dagflow.compensate "
 	}
 	attrs := []attribute.KeyValue{
-		attrSystem, attrProcess, semconv.MessagingOperationName("process"),
+		attrSystem, attrProcess,
 		semconv.MessagingDestinationName(res.Step.Queue), semconv.MessagingMessageID(taskID),
 		keyRunID.String(res.Step.RunID), keyWorkflow.String(res.Run.Workflow), keyStep.String(res.Step.Step),
 		keyQueue.String(res.Step.Queue), keyCompensation.Bool(compensation),
 	}
 	target := res.Run.Workflow + "/" + res.Step.Step
 	at := &attemptTrace{parent: parent, name: verb + target, target: target, attrs: attrs}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...),
-		trace.WithAttributes(keyAttempt.Int(attempt), keyNode.String(t.node))}
+	all := append(append(make([]attribute.KeyValue, 0, len(attrs)+3), attrs...), keyAttempt.Int(attempt), keyNode.String(t.node))
 	if attempt > 1 {
-		opts = append(opts, trace.WithAttributes(keyPrevAttempt.Int(attempt-1)))
+		all = append(all, keyPrevAttempt.Int(attempt-1))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(all...)}
+	if attempt > 1 {
 		prev := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Compensation: compensation, Attempt: attempt - 1}.String()
 		t.mu.Lock()
 		sc, ok := t.prev[prev]
@@ -300,6 +306,9 @@ func (t *tracer) endAttempt(ctx context.Context) {
 	if at.outcome == "" {
 		at.outcome = "released"
 	}
+	if at.commit.IsValid() {
+		at.span.AddLink(trace.Link{SpanContext: at.commit, Attributes: []attribute.KeyValue{keyBatch.Int(at.batch)}})
+	}
 	at.span.SetAttributes(keyOutcome.String(at.outcome))
 	at.span.End()
 }
@@ -373,14 +382,15 @@ func (t *tracer) endBatch(span trace.Span, claimed int, err error) {
 	span.End()
 }
 
-// committed links the attempt in ctx to the span of the transaction
-// that recorded its outcome.
+// committed notes the span of the transaction that recorded the outcome
+// of the attempt in ctx; endAttempt links the attempt to it.
 func (t *tracer) committed(ctx context.Context, commit trace.SpanContext, batch int) {
 	if t == nil || !commit.IsValid() {
 		return
 	}
 	if at := attemptOf(ctx); at != nil {
-		at.span.AddLink(trace.Link{SpanContext: commit, Attributes: []attribute.KeyValue{keyBatch.Int(batch)}})
+		// Linked when the span ends, on a shallow stack (see runClaimed).
+		at.commit, at.batch = commit, batch
 	}
 }
 
