@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/queue"
@@ -46,6 +47,7 @@ type completion struct {
 	task  queue.Task
 	eager bool // the task is not in Redis (claimed at release)
 	done  chan completionResult
+	span  trace.SpanContext // the attempt's, when the node traces
 }
 
 type completionResult struct {
@@ -53,6 +55,8 @@ type completionResult struct {
 	err error // the item's error, or the batch's
 	// handover: the item's slot now belongs to a step its batch claimed.
 	handover bool
+	batch    int               // items in the item's transaction
+	commit   trace.SpanContext // the transaction's span, when the node traces
 }
 
 // complete records a success or skip through the committers and waits for
@@ -60,13 +64,14 @@ type completionResult struct {
 // released steps enqueued. A batch that could not reach the store is tried
 // again for up to half a lease, so a short database outage does not make a
 // finished step run again.
-func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+func (e *Engine) complete(ctx context.Context, ex *execution, p persistence.StepCompleteParams) (persistence.StepCompleteResult, error) {
+	span := e.tracer.attemptSpan(ctx)
 	// A real wait, not the engine's time: with a fake clock that stands
 	// still, an outage must still end the tries.
 	deadline := time.Now().Add(e.cfg.Lease / 2)
 	backoff := 50 * time.Millisecond
 	for {
-		c := &completion{p: p, task: ex.task, eager: ex.eager, done: make(chan completionResult, 1)}
+		c := &completion{p: p, task: ex.task, eager: ex.eager, done: make(chan completionResult, 1), span: span}
 		select {
 		case e.completions <- c:
 		case <-e.commitGone:
@@ -74,6 +79,7 @@ func (e *Engine) complete(ex *execution, p persistence.StepCompleteParams) (pers
 			return persistence.StepCompleteResult{}, errShutdown
 		}
 		r := <-c.done
+		e.tracer.committed(ctx, r.commit, r.batch)
 		if r.err == nil {
 			ex.acked = true
 			ex.handedOver = r.handover
@@ -180,14 +186,20 @@ func (e *Engine) commitBatch(batch []*completion) {
 	// and on the slots of the batch's own steps, which are done once it
 	// commits (a worker goes on with the step its step released).
 	rc, slots := e.releaseClaim(2*len(batch), len(batch))
+	span := e.tracer.startBatch(batch)
+	var commit trace.SpanContext
+	if span != nil {
+		commit = span.SpanContext()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	outs, err := e.store.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
 	cancel()
 	if err != nil {
+		e.tracer.endBatch(span, 0, err)
 		e.stats.errors.Add(1)
 		e.slots.free(slots)
 		for _, c := range batch {
-			c.done <- completionResult{err: err}
+			c.done <- completionResult{err: err, batch: len(batch), commit: commit}
 		}
 		return
 	}
@@ -239,8 +251,9 @@ func (e *Engine) commitBatch(batch []*completion) {
 	// claim drops it), never a lost one.
 	e.enqueueSteps(context.Background(), ready)
 	e.ackTasks(acks)
+	e.tracer.endBatch(span, len(claimed), nil)
 	for i, c := range batch {
-		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i]}
+		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i], batch: len(batch), commit: commit}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/internal/names"
@@ -139,6 +140,14 @@ type Config struct {
 	// Default none: nothing is counted, at the cost of a nil check per
 	// event.
 	Registerer prometheus.Registerer
+	// TracerProvider makes the OpenTelemetry spans of the node: one per
+	// Trigger and TriggerTx, per step or compensation attempt and per
+	// completion transaction; every span of a run belongs to the trace of
+	// its Trigger's caller, whichever node runs it (see
+	// MetadataTraceparent).
+	// The handler's context carries its attempt's span. Default none: no
+	// spans, at the cost of a nil check.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed

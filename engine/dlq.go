@@ -136,6 +136,9 @@ func (e *Engine) deliveryLimit(ctx context.Context, ex *execution, kind persiste
 	for _, a := range atts {
 		if a.Step == ex.step && a.Kind == kind && a.Outcome == persistence.OutcomeLost {
 			lost++
+			if a.Attempt == attempt-1 {
+				e.tracer.lost(ctx, a, e.clock.Now())
+			}
 		}
 	}
 	if lost < e.cfg.DeliveryLimit {

@@ -26,6 +26,9 @@ type Engine struct {
 	q     *queue.Queue
 	log   *slog.Logger
 	clock Clock
+	// tracer makes the node's spans (tracing.go); nil without
+	// Config.TracerProvider.
+	tracer *tracer
 
 	mu        sync.RWMutex
 	regMu     sync.Mutex // one Register at a time
@@ -105,6 +108,7 @@ func New(cfg Config) (*Engine, error) {
 		q:         q,
 		log:       cfg.Logger.With("node", cfg.NodeID),
 		clock:     cfg.Clock,
+		tracer:    newTracer(cfg.TracerProvider, cfg.NodeID),
 		workflows: map[string]*dag.Workflow{},
 		hashes:    map[string]string{},
 		queues:    map[string]bool{},

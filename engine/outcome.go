@@ -32,15 +32,17 @@ const (
 // lost lease is a zombie's late result (Stats().StaleCompletions): its
 // task is done. Any other error means the store could not be asked; the
 // task is tried again and, at worst, the step runs again.
-func (e *Engine) record(err error, ex *execution, what string) recordResult {
+func (e *Engine) record(ctx context.Context, err error, ex *execution, what string) recordResult {
 	switch {
 	case err == nil:
 		return recorded
 	case errors.Is(err, persistence.ErrFenceMismatch):
+		e.tracer.outcome(ctx, "stale", nil)
 		e.stats.staleCompletions.Add(1)
 		e.log.Warn("stale "+what+" refused: the lease was taken over", "run_id", ex.runID, "step", ex.step)
 		return staleLease
 	default:
+		e.tracer.outcome(ctx, "store_error", err)
 		e.stats.errors.Add(1)
 		e.log.Error("recording a "+what+" failed; the step will run again", "run_id", ex.runID, "step", ex.step, "err", err)
 		return storeFailed
@@ -90,7 +92,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		// The codec failed (a key service down?): try the step again.
 		return fail(fmt.Errorf("step %q: %w", ex.step, err))
 	}
-	cres, err := e.complete(ex, persistence.StepCompleteParams{
+	cres, err := e.complete(ctx, ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Output: stored, Now: e.clock.Now(),
 	})
 	if errors.Is(err, persistence.ErrTooLarge) || errors.Is(err, persistence.ErrInvalid) {
@@ -99,9 +101,10 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 		// the reason, rather than retried as if the store were down.
 		return fail(steps.Permanent(e.encodedTooLarge(err, codec.Output, len(out), len(stored))))
 	}
-	if r := e.record(err, ex, "completion"); r != recorded {
+	if r := e.record(ctx, err, ex, "completion"); r != recorded {
 		return r == staleLease
 	}
+	e.tracer.outcome(ctx, "succeeded", nil)
 	e.stats.stepsSucceeded.Add(1)
 	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricSucceeded)
 	if cres.RunFinished {
@@ -122,12 +125,13 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 	if e.releasedByStop(ex) {
 		return true
 	}
-	cres, err := e.complete(ex, persistence.StepCompleteParams{
+	cres, err := e.complete(ctx, ex, persistence.StepCompleteParams{
 		RunID: ex.runID, Step: ex.step, Fence: ex.fence, Skipped: true, Now: e.clock.Now(),
 	})
-	if r := e.record(err, ex, "completion"); r != recorded {
+	if r := e.record(ctx, err, ex, "completion"); r != recorded {
 		return r == staleLease
 	}
+	e.tracer.outcome(ctx, "skipped", nil)
 	e.stats.stepsSkipped.Add(1)
 	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricSkipped)
 	if cres.RunFinished {
@@ -149,6 +153,7 @@ func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence
 		return true
 	}
 	if errors.Is(why, errLeaseLost) {
+		e.tracer.outcome(ctx, "stale", why)
 		e.stats.staleCompletions.Add(1)
 		return true
 	}
@@ -157,10 +162,11 @@ func (e *Engine) stepAborted(ctx context.Context, ex *execution, res persistence
 		From: []persistence.StepStatus{persistence.StepRunning}, To: persistence.StepCancelled,
 		Error: why.Error(), Now: e.clock.Now(),
 	})
-	if r := e.record(err, ex, "abort"); r != recorded {
+	if r := e.record(ctx, err, ex, "abort"); r != recorded {
 		return r == staleLease
 	}
 	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricCancelled)
+	e.tracer.outcome(ctx, "aborted", why)
 	log.Info("step aborted", "reason", why)
 	e.maybeAdvanceSaga(ctx, ex.runID)
 	return true
@@ -193,15 +199,18 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		}
 	}
 	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
-	if r := e.record(err, ex, "failure"); r != recorded {
+	if r := e.record(ctx, err, ex, "failure"); r != recorded {
 		return r == staleLease
 	}
 	if p.RetryAt != nil {
 		e.metrics.stepRetried(res.Run.Workflow, ex.step)
+		e.tracer.outcome(ctx, "retrying", herr)
+		e.tracer.retried(ctx, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt}.String())
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
 		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
+	e.tracer.outcome(ctx, "dead", herr)
 	e.stats.stepsDead.Add(1)
 	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricDead)
 	if p.DeadRunStatus == persistence.RunFailed && res.Run.Status == persistence.RunRunning {

@@ -209,8 +209,10 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	}
 	e.stats.compensations.Add(1)
 	attempt := res.Step.CompAttempt
-	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
-		slog.String("step", ref.Step), slog.Int("compensation_attempt", attempt))
+	ctx, traceAttrs := e.tracer.startAttempt(ctx, res, ex.task.ID, true)
+	defer e.tracer.endAttempt(ctx)
+	log := withLazy(e.log, append([]slog.Attr{slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("compensation_attempt", attempt)}, traceAttrs...)...)
 	w, err := e.planFor(ctx, res.Run)
 	if err != nil {
 		log.Warn("compensation left for later: its workflow version could not be read", "err", err)
@@ -231,6 +233,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 			return true
 		}
 		if errors.Is(herr, errLeaseLost) {
+			e.tracer.outcome(ctx, "stale", herr)
 			e.stats.staleCompletions.Add(1)
 			return true
 		}
@@ -240,10 +243,11 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		_, err := e.store.StepComplete(context.WithoutCancel(ctx), persistence.StepCompleteParams{
 			RunID: ref.RunID, Step: ref.Step, Fence: ex.fence, Compensation: true, Now: now,
 		})
-		if r := e.record(err, ex, "compensation completion"); r != recorded {
+		if r := e.record(ctx, err, ex, "compensation completion"); r != recorded {
 			return r == staleLease
 		}
 		e.metrics.compensationEnded(res.Run.Workflow, true)
+		e.tracer.outcome(ctx, "compensated", nil)
 		log.Info("step compensated")
 		e.advanceSaga(ctx, ref.RunID)
 		return true
@@ -257,15 +261,18 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 	}
 	p.RetryAt = e.retryAt(policy, attempt, policy.MaxAttempts, herr, now)
 	sr, err := e.store.StepFail(context.WithoutCancel(ctx), p)
-	if r := e.record(err, ex, "compensation failure"); r != recorded {
+	if r := e.record(ctx, err, ex, "compensation failure"); r != recorded {
 		return r == staleLease
 	}
 	if p.RetryAt != nil {
+		e.tracer.outcome(ctx, "retrying", herr)
+		e.tracer.retried(ctx, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt}.String())
 		log.Warn("compensation failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
 		e.enqueue(sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}.String(), *p.RetryAt)
 		return true
 	}
 	e.metrics.compensationEnded(res.Run.Workflow, false)
+	e.tracer.outcome(ctx, "dead", herr)
 	log.Error("compensation dead-lettered", "err", firstLine(herr))
 	e.advanceSaga(ctx, ref.RunID)
 	return true

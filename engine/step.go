@@ -39,10 +39,20 @@ var (
 // runClaimed executes a claimed forward attempt. It returns false when
 // the task should be tried again because the store was unreachable.
 func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.StepClaimResult) bool {
+	// The attempt's span starts here, before runAttempt's large frame is
+	// on the stack: under it, the tracing SDK's calls would grow the
+	// stack of every step's goroutine (a copy per step).
+	ctx, traceAttrs := e.tracer.startAttempt(ctx, res, ex.task.ID, false)
+	defer e.tracer.endAttempt(ctx)
+	return e.runAttempt(ctx, ex, res, traceAttrs)
+}
+
+// runAttempt is runClaimed's work; traceAttrs go to the attempt's logger.
+func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.StepClaimResult, traceAttrs []slog.Attr) bool {
 	ref := taskRef{RunID: ex.runID, Step: ex.step}
 	e.stats.stepsStarted.Add(1)
-	log := withLazy(e.log, slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
-		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
+	log := withLazy(e.log, append([]slog.Attr{slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt)}, traceAttrs...)...)
 	w, err := e.planFor(ctx, res.Run)
 	if err != nil {
 		// The run's plan is unknown for now: run nothing rather than
@@ -160,7 +170,7 @@ func handlerContext(res persistence.StepClaimResult, compensation bool, log *slo
 		IdempotencyKey: res.Step.RunID + "/" + res.Step.Step,
 		Compensation:   compensation,
 		Input:          json.RawMessage(res.Run.Input),
-		Metadata:       res.Run.Metadata,
+		Metadata:       userMetadata(res.Run.Metadata),
 		Logger:         log,
 	}
 	if compensation {

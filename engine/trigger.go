@@ -44,7 +44,8 @@ func StartAt(t time.Time) TriggerOption { return func(o *triggerOptions) { o.sta
 func Delay(d time.Duration) TriggerOption { return func(o *triggerOptions) { o.delay = d } }
 
 // Metadata attaches string metadata to the run; handlers see it in
-// steps.Context.Metadata.
+// steps.Context.Metadata, without the reserved trace keys
+// (MetadataTraceparent, MetadataTracestate), which a tracing node sets.
 func Metadata(md map[string]string) TriggerOption {
 	return func(o *triggerOptions) { o.metadata = md }
 }
@@ -76,6 +77,8 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The trigger span's context, for every span of the run.
+	o.metadata = e.tracer.inject(ctx, o.metadata)
 	id, err := uuid.NewV7()
 	if err != nil {
 		return persistence.RunCreateParams{}, fmt.Errorf("engine: run id: %w", err)
@@ -145,10 +148,13 @@ func (e *inputError) Unwrap() []error { return []error{ErrInvalidInput, e.err} }
 // enqueued (for a run delayed by StartAt or Delay, due at its start time),
 // so a nil error means the run will execute, on time, with or without the
 // reconciler; if Redis is unreachable the reconciler dispatches it later.
-func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts ...TriggerOption) (string, error) {
+func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts ...TriggerOption) (runID string, err error) {
 	if e.stopped() {
 		return "", ErrStopped
 	}
+	ctx, span := e.tracer.startTrigger(ctx, workflow)
+	created := false
+	defer func() { e.tracer.endTrigger(span, runID, created, err) }()
 	p, err := e.createParams(ctx, workflow, input, opts)
 	if err != nil {
 		return "", err
@@ -170,6 +176,7 @@ func (e *Engine) Trigger(ctx context.Context, workflow string, input any, opts .
 		e.stats.runsCreated.Add(1)
 		e.metrics.runStarted(p.Workflow)
 	}
+	created = res.Created
 	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
 }
@@ -213,7 +220,7 @@ func (e *Engine) DB() (*sql.DB, error) {
 // have waited one ReconcileInterval, on its next pass: between one and two
 // intervals after the commit (2-4 s by default), and never with the
 // reconciler off.
-func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow string, input any, opts ...TriggerOption) (string, error) {
+func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow string, input any, opts ...TriggerOption) (runID string, err error) {
 	if e.stopped() {
 		return "", ErrStopped
 	}
@@ -221,6 +228,9 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 	if !ok {
 		return "", ErrNoTx
 	}
+	ctx, span := e.tracer.startTrigger(ctx, workflow)
+	created := false
+	defer func() { e.tracer.endTrigger(span, runID, created, err) }()
 	p, err := e.createParams(ctx, workflow, input, opts)
 	if err != nil {
 		return "", err
@@ -238,6 +248,7 @@ func (e *Engine) TriggerTx(ctx context.Context, tx persistence.DBTX, workflow st
 		// afterwards leaves a run counted that never was.
 		e.metrics.runStarted(p.Workflow)
 	}
+	created = res.Created
 	reportCreated(opts, res.Created)
 	return res.Run.ID, nil
 }

@@ -45,3 +45,18 @@ func TestBenchCommand(t *testing.T) {
 		t.Errorf("bench -h exited %d with %q, want the flags", code, out.String())
 	}
 }
+
+// TestBenchTracing: --tracing measures an engine that makes spans, and
+// the JSON line says so.
+func TestBenchTracing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if code := run(ctx, []string{"bench", "--embedded", "--runs", "20", "--warmup", "0", "--workers", "8", "--tracing", "--json-only"}, &out, &errb); code != 0 {
+		t.Fatalf("dagflow bench --tracing exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &res); err != nil || res["tracing"] != true || res["runs"] != 20.0 || res["errors"] != 0.0 {
+		t.Errorf("bench --tracing printed %q (%v), want one JSON line of 20 runs with tracing true and no errors", out.String(), err)
+	}
+}

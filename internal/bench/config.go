@@ -51,6 +51,10 @@ type Config struct {
 	// Metrics registers the measured engine's Prometheus metrics on a
 	// fresh registry (engine.Config.Registerer), to measure their cost.
 	Metrics bool
+	// Tracing gives the measured engine an OpenTelemetry SDK
+	// TracerProvider whose batched spans are discarded: the cost of
+	// making the spans, without an exporter's.
+	Tracing bool
 	// Timeout bounds the whole session.
 	Timeout time.Duration
 }
@@ -126,6 +130,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
 	fs.BoolVar(&c.JSONOnly, "json-only", false, "print only the JSON line")
 	fs.BoolVar(&c.Metrics, "metrics", false, "register the engine's Prometheus metrics (on a registry nothing scrapes), to measure their cost")
+	fs.BoolVar(&c.Tracing, "tracing", false, "trace the engine with an OpenTelemetry SDK provider whose spans are batched and discarded (the cost of tracing without an exporter's)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
 }
 

@@ -39,6 +39,8 @@ type Result struct {
 	History      int    `json:"history"`
 	// Metrics: the engine kept its Prometheus metrics (--metrics).
 	Metrics bool `json:"metrics"`
+	// Tracing: the engine made spans (see Config.Tracing).
+	Tracing bool `json:"tracing"`
 
 	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
 	// HistorySettleSeconds is how long the server took, after the seed,
@@ -133,7 +135,7 @@ func newResult(cfg Config, env *environment) *Result {
 	r := &Result{
 		Backend: env.backend, Servers: env.servers, Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Warmup: cfg.Warmup, Workers: cfg.Workers,
-		Triggers: cfg.Triggers, History: cfg.History, Metrics: cfg.Metrics, Database: env.database, RedisPrefix: env.prefix,
+		Triggers: cfg.Triggers, History: cfg.History, Metrics: cfg.Metrics, Tracing: cfg.Tracing, Database: env.database, RedisPrefix: env.prefix,
 	}
 	r.Commit, r.CommitSource = buildCommit()
 	return r

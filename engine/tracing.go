@@ -1,0 +1,445 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// OpenTelemetry tracing (Config.TracerProvider). A run is one trace:
+//
+//   - Trigger and TriggerTx make a PRODUCER span, "dagflow.trigger
+//     <workflow>", child of the caller's span, and store its W3C trace
+//     context with the run, in the run's metadata under the reserved keys
+//     MetadataTraceparent and MetadataTracestate. Every claim returns the
+//     run's metadata, so no schema change and no extra read is needed,
+//     and every node, after any crash or retry, parents its spans there.
+//   - Each attempt of a step is a CONSUMER span, "dagflow.step
+//     <workflow>/<step>" ("dagflow.compensate <workflow>/<step>" for a
+//     compensation), child of the trigger span, with the run id, step,
+//     attempt, queue, node and outcome, and the messaging attributes
+//     that apply (system "dagflow", operation type "process", the queue
+//     as destination, the task id as message id). The handler's context
+//     carries it.
+//   - Each completion transaction of the committers (the group commit of
+//     successes and skips, of many runs at once) is a span,
+//     "dagflow.commit", in a trace of its own, linked to the attempts it
+//     records, and each of those attempts links back to it: one span per
+//     transaction rather than one per step, which would double the spans
+//     a step costs; the wait for the commit is inside the attempt's span,
+//     which ends once its outcome is recorded.
+//
+// Links between the attempts of a step: a new attempt that took over a
+// lost one (its node died or froze past its lease) records the lost
+// attempt, which its own node could not end, as a span of its own (the
+// lost worker's node, its start and the takeover time, outcome "lost"),
+// and links to it. A retry after a failure links to the failed attempt's
+// span when this node ran it; another node's span id is not stored
+// (that would mean a column written on every failure), so such a retry
+// carries dagflow.previous_attempt only, and sits beside it under the
+// trigger span.
+//
+// With a nil TracerProvider e.tracer is nil and every helper returns at
+// once: tracing costs a nil check.
+
+// Reserved run metadata keys holding the W3C trace context of the span
+// that triggered the run. The engine writes them when it traces, and
+// keeps them out of steps.Context.Metadata; the run's metadata as read
+// back (Get, Runs, the HTTP API) shows them, which tells an operator the
+// run's trace id. A caller that triggers without tracing (over the HTTP
+// API, say) may set MetadataTraceparent itself to put the run in its
+// trace.
+const (
+	MetadataTraceparent = "traceparent"
+	MetadataTracestate  = "tracestate"
+)
+
+// tracerName is the instrumentation scope of the engine's spans.
+const tracerName = "github.com/dagflow/dagflow/engine"
+
+// maxPrevSpans bounds the failed attempts whose span contexts a node
+// keeps for the retry's link.
+const maxPrevSpans = 4096
+
+// tracer makes the engine's spans. A nil *tracer traces nothing.
+type tracer struct {
+	t    trace.Tracer
+	node string
+	prop propagation.TraceContext
+
+	mu   sync.Mutex
+	prev map[string]trace.SpanContext // task id of a failed attempt -> its span
+}
+
+func newTracer(tp trace.TracerProvider, node string) *tracer {
+	if tp == nil {
+		return nil
+	}
+	return &tracer{t: tp.Tracer(tracerName), node: node, prev: map[string]trace.SpanContext{}}
+}
+
+var (
+	attrSystem  = semconv.MessagingSystemKey.String("dagflow")
+	attrProcess = semconv.MessagingOperationTypeProcess
+	attrCreate  = semconv.MessagingOperationTypeCreate
+)
+
+// Attribute keys of the engine's spans.
+const (
+	keyRunID        = attribute.Key("dagflow.run_id")
+	keyWorkflow     = attribute.Key("dagflow.workflow")
+	keyStep         = attribute.Key("dagflow.step")
+	keyAttempt      = attribute.Key("dagflow.attempt")
+	keyQueue        = attribute.Key("dagflow.queue")
+	keyNode         = attribute.Key("dagflow.node")
+	keyOutcome      = attribute.Key("dagflow.outcome")
+	keyCompensation = attribute.Key("dagflow.compensation")
+	keyPrevAttempt  = attribute.Key("dagflow.previous_attempt")
+	keyCreated      = attribute.Key("dagflow.created")
+	keyBatch        = attribute.Key("dagflow.commit.batch_size")
+	keyRecordedBy   = attribute.Key("dagflow.recorded_by")
+	keyClaimed      = attribute.Key("dagflow.commit.claimed")
+)
+
+// startTrigger starts the span of a Trigger or TriggerTx call.
+func (t *tracer) startTrigger(ctx context.Context, workflow string) (context.Context, trace.Span) {
+	if t == nil {
+		return ctx, nil
+	}
+	return t.t.Start(ctx, "dagflow.trigger "+workflow, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attrSystem, attrCreate, keyWorkflow.String(workflow), keyNode.String(t.node),
+			semconv.MessagingOperationName("trigger")))
+}
+
+// endTrigger ends a trigger span with the run it made (or found, for a
+// repeated idempotency key) or its error.
+func (t *tracer) endTrigger(span trace.Span, runID string, created bool, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else {
+		span.SetAttributes(keyRunID.String(runID), semconv.MessagingMessageID(runID), keyCreated.Bool(created))
+	}
+	span.End()
+}
+
+// inject returns md with the trace context of ctx's span under the
+// reserved keys: a copy, the caller's map is left alone. Without a valid
+// span in ctx (or without tracing) it returns md.
+func (t *tracer) inject(ctx context.Context, md map[string]string) map[string]string {
+	if t == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return md
+	}
+	out := make(map[string]string, len(md)+2)
+	for k, v := range md {
+		out[k] = v
+	}
+	delete(out, MetadataTracestate) // a caller's stale one must not survive
+	t.prop.Inject(ctx, propagation.MapCarrier(out))
+	return out
+}
+
+// userMetadata is the run metadata handlers see: without the reserved
+// trace keys. The map is copied only when it holds one.
+func userMetadata(md map[string]string) map[string]string {
+	_, tp := md[MetadataTraceparent]
+	_, ts := md[MetadataTracestate]
+	if !tp && !ts {
+		return md
+	}
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		if k != MetadataTraceparent && k != MetadataTracestate {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// attemptTrace is the span of one attempt, kept in the attempt's context.
+type attemptTrace struct {
+	span    trace.Span
+	parent  context.Context // the run's trace context: the trigger span's
+	name    string          // the span's name
+	target  string          // "<workflow>/<step>"
+	attrs   []attribute.KeyValue
+	outcome string
+	// commit is the span of the completion transaction that recorded
+	// (or last tried to record) the outcome, and batch its size.
+	commit trace.SpanContext
+	batch  int
+}
+
+type attemptKey struct{}
+
+// startAttempt starts the span of a claimed attempt, child of the run's
+// trigger span, and returns the attempt's context and the attributes to
+// add to its logger: the trace and span ids.
+func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResult, taskID string, compensation bool) (context.Context, []slog.Attr) {
+	if t == nil {
+		return ctx, nil
+	}
+	parent := t.prop.Extract(context.WithoutCancel(ctx), propagation.MapCarrier(res.Run.Metadata))
+	attempt, verb := res.Step.Attempt, "dagflow.step "
+	if compensation {
+		attempt, verb = res.Step.CompAttempt, "dagflow.compensate "
+	}
+	attrs := []attribute.KeyValue{
+		attrSystem, attrProcess,
+		semconv.MessagingDestinationName(res.Step.Queue), semconv.MessagingMessageID(taskID),
+		keyRunID.String(res.Step.RunID), keyWorkflow.String(res.Run.Workflow), keyStep.String(res.Step.Step),
+		keyQueue.String(res.Step.Queue), keyCompensation.Bool(compensation),
+	}
+	target := res.Run.Workflow + "/" + res.Step.Step
+	at := &attemptTrace{parent: parent, name: verb + target, target: target, attrs: attrs}
+	all := append(append(make([]attribute.KeyValue, 0, len(attrs)+3), attrs...), keyAttempt.Int(attempt), keyNode.String(t.node))
+	if attempt > 1 {
+		all = append(all, keyPrevAttempt.Int(attempt-1))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(all...)}
+	if attempt > 1 {
+		prev := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Compensation: compensation, Attempt: attempt - 1}.String()
+		t.mu.Lock()
+		sc, ok := t.prev[prev]
+		delete(t.prev, prev)
+		t.mu.Unlock()
+		if ok {
+			opts = append(opts, trace.WithLinks(trace.Link{Attributes: []attribute.KeyValue{keyPrevAttempt.Int(attempt - 1)}, SpanContext: sc}))
+		}
+	}
+	var sctx context.Context
+	sctx, at.span = t.t.Start(parent, at.name, opts...)
+	// The handler's context: the engine's (its cancellation) with the span.
+	ctx = context.WithValue(trace.ContextWithSpan(ctx, at.span), attemptKey{}, at)
+	if !trace.SpanContextFromContext(sctx).IsValid() {
+		return ctx, nil
+	}
+	// Formatted only if the attempt logs: most log nothing.
+	return ctx, []slog.Attr{slog.Any("trace_id", traceIDOf{at}), slog.Any("span_id", spanIDOf{at})}
+}
+
+// traceIDOf and spanIDOf log an attempt's trace and span ids as hex.
+type (
+	traceIDOf struct{ at *attemptTrace }
+	spanIDOf  struct{ at *attemptTrace }
+)
+
+// LogValue implements slog.LogValuer.
+func (v traceIDOf) LogValue() slog.Value {
+	return slog.StringValue(v.at.span.SpanContext().TraceID().String())
+}
+
+// LogValue implements slog.LogValuer.
+func (v spanIDOf) LogValue() slog.Value {
+	return slog.StringValue(v.at.span.SpanContext().SpanID().String())
+}
+
+// attemptOf returns the attempt span in ctx, or nil.
+func attemptOf(ctx context.Context) *attemptTrace {
+	at, _ := ctx.Value(attemptKey{}).(*attemptTrace)
+	return at
+}
+
+// outcome notes how the attempt in ctx ended (the span ends with
+// endAttempt): "succeeded", "skipped", "retrying", "dead", "aborted",
+// "stale" (its lease was taken over), "compensated", ... The first call
+// wins: a success that the store refuses as stale says stale.
+func (t *tracer) outcome(ctx context.Context, outcome string, err error) {
+	if t == nil {
+		return
+	}
+	at := attemptOf(ctx)
+	if at == nil || at.outcome != "" {
+		return
+	}
+	at.outcome = outcome
+	if err != nil {
+		at.span.RecordError(err)
+		at.span.SetStatus(codes.Error, firstLine(err))
+	}
+}
+
+// retried keeps the span context of a failed attempt (taskID) that will
+// be tried again, for the retry's link when this node claims it.
+func (t *tracer) retried(ctx context.Context, taskID string) {
+	if t == nil {
+		return
+	}
+	at := attemptOf(ctx)
+	if at == nil {
+		return
+	}
+	t.mu.Lock()
+	if len(t.prev) >= maxPrevSpans {
+		clear(t.prev) // retries of other nodes' claims are never read back
+	}
+	t.prev[taskID] = at.span.SpanContext()
+	t.mu.Unlock()
+}
+
+// endAttempt ends the attempt span of ctx. An attempt that recorded no
+// outcome ends as "released": Stop handed it back, or the store could
+// not be reached and it is tried again.
+func (t *tracer) endAttempt(ctx context.Context) {
+	if t == nil {
+		return
+	}
+	at := attemptOf(ctx)
+	if at == nil {
+		return
+	}
+	if at.outcome == "" {
+		at.outcome = "released"
+	}
+	if at.commit.IsValid() {
+		at.span.AddLink(trace.Link{SpanContext: at.commit, Attributes: []attribute.KeyValue{keyBatch.Int(at.batch)}})
+	}
+	at.span.SetAttributes(keyOutcome.String(at.outcome))
+	at.span.End()
+}
+
+// lost records, as a span of its own, an earlier attempt of the step
+// that lost its worker (a node that died or froze past its lease cannot
+// end its span), and links the attempt in ctx to it.
+func (t *tracer) lost(ctx context.Context, a persistence.Attempt, now time.Time) {
+	if t == nil {
+		return
+	}
+	at := attemptOf(ctx)
+	if at == nil {
+		return
+	}
+	end := now
+	if a.FinishedAt != nil {
+		end = *a.FinishedAt
+	}
+	_, span := t.t.Start(at.parent, at.name, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(a.StartedAt),
+		trace.WithAttributes(at.attrs...),
+		trace.WithAttributes(keyAttempt.Int(a.Attempt), keyNode.String(a.Worker), keyOutcome.String("lost"), keyRecordedBy.String(t.node)))
+	span.SetStatus(codes.Error, "the attempt lost its worker")
+	span.End(trace.WithTimestamp(end))
+	at.span.AddLink(trace.Link{SpanContext: span.SpanContext(), Attributes: []attribute.KeyValue{keyPrevAttempt.Int(a.Attempt)}})
+}
+
+// attemptSpan returns the span context of the attempt in ctx, for the
+// commit of its outcome; the zero one without tracing.
+func (t *tracer) attemptSpan(ctx context.Context) trace.SpanContext {
+	if t == nil {
+		return trace.SpanContext{}
+	}
+	if at := attemptOf(ctx); at != nil {
+		return at.span.SpanContext()
+	}
+	return trace.SpanContext{}
+}
+
+// startBatch starts the span of one completion transaction, linked to
+// the attempts whose outcomes it records (the SDK keeps up to its
+// SpanLimits.LinkCountLimit, 128 by default, and counts the rest as
+// dropped); nil without tracing.
+func (t *tracer) startBatch(batch []*completion) trace.Span {
+	if t == nil {
+		return nil
+	}
+	links := make([]trace.Link, 0, len(batch))
+	for _, c := range batch {
+		if c.span.IsValid() {
+			links = append(links, trace.Link{SpanContext: c.span})
+		}
+	}
+	_, span := t.t.Start(context.Background(), "dagflow.commit", trace.WithLinks(links...),
+		trace.WithAttributes(keyNode.String(t.node), keyBatch.Int(len(batch))))
+	return span
+}
+
+// endBatch ends a completion transaction's span; err is the
+// transaction's.
+func (t *tracer) endBatch(span trace.Span, claimed int, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, firstLine(err))
+	} else {
+		span.SetAttributes(keyClaimed.Int(claimed))
+	}
+	span.End()
+}
+
+// committed notes the span of the transaction that recorded the outcome
+// of the attempt in ctx; endAttempt links the attempt to it.
+func (t *tracer) committed(ctx context.Context, commit trace.SpanContext, batch int) {
+	if t == nil || !commit.IsValid() {
+		return
+	}
+	if at := attemptOf(ctx); at != nil {
+		// Linked when the span ends, on a shallow stack (see runClaimed).
+		at.commit, at.batch = commit, batch
+	}
+}
+
+// TraceLogHandler wraps h so that a record logged with a context that
+// carries a valid OpenTelemetry span gets the trace_id and span_id
+// attributes (as hex strings), which lets a log search find a trace and
+// the reverse. Records without a span, and loggers that already carry
+// trace_id (the engine adds it to a step's logger, steps.Context.Logger,
+// when it traces), pass as they are.
+func TraceLogHandler(h slog.Handler) slog.Handler {
+	if h == nil {
+		h = slog.DiscardHandler
+	}
+	return &traceLog{h: h}
+}
+
+type traceLog struct {
+	h   slog.Handler
+	has bool // trace_id is among the handler's attributes already
+}
+
+// Enabled implements slog.Handler.
+func (l *traceLog) Enabled(ctx context.Context, level slog.Level) bool {
+	return l.h.Enabled(ctx, level)
+}
+
+// Handle implements slog.Handler.
+func (l *traceLog) Handle(ctx context.Context, r slog.Record) error {
+	if !l.has && ctx != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r = r.Clone()
+			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
+	}
+	return l.h.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (l *traceLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	has := l.has
+	for _, a := range attrs {
+		if a.Key == "trace_id" {
+			has = true
+		}
+	}
+	return &traceLog{h: l.h.WithAttrs(attrs), has: has}
+}
+
+// WithGroup implements slog.Handler.
+func (l *traceLog) WithGroup(name string) slog.Handler {
+	return &traceLog{h: l.h.WithGroup(name), has: l.has}
+}
