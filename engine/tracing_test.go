@@ -55,7 +55,7 @@ func spanAttr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 
 func spanString(s sdktrace.ReadOnlySpan, key string) string {
 	v, _ := spanAttr(s, key)
-	return v.Emit()
+	return v.String()
 }
 
 // TestTracingOneTraceAcrossNodes: a run whose steps ran on two nodes, one
