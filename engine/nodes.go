@@ -124,8 +124,9 @@ func (e *Engine) heartbeatNode(ctx context.Context, started time.Time) error {
 	})
 }
 
-// nodeLoop keeps this node's registry entry fresh until Stop, and now
-// and then forgets nodes long gone.
+// nodeLoop keeps this node's registry entry fresh until Stop, releases
+// the steps of the nodes that missed their heartbeats (takeover.go), and
+// now and then forgets nodes long gone.
 func (e *Engine) nodeLoop(started time.Time) {
 	defer e.wg.Done()
 	t := time.NewTicker(e.cfg.NodeHeartbeat)
@@ -140,6 +141,9 @@ func (e *Engine) nodeLoop(started time.Time) {
 		}
 		if err := e.heartbeatNode(e.fetchCtx, started); err != nil && e.fetchCtx.Err() == nil {
 			e.log.Warn("node registry: heartbeat failed", "err", err)
+		}
+		if _, err := e.releaseDeadNodes(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
+			e.log.Warn("node registry: releasing the steps of dead nodes failed", "err", err)
 		}
 		if i%forgetEvery == 0 {
 			if _, err := e.store.NodeDeleteStale(e.fetchCtx, e.clock.Now().Add(-nodeForgetAfter)); err != nil && e.fetchCtx.Err() == nil {

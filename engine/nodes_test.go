@@ -86,8 +86,10 @@ func TestNodeRegistryStatus(t *testing.T) {
 		testenv.Eventually(t, 10*time.Second, func() bool {
 			nodes, err = a.Engine.AllNodes(ctx)
 			n, ok := nodeOf(nodes, "node-a")
-			return err == nil && len(nodes) == 3 && ok && n.StepsDone == 2
-		}, "node-a never reported its two finished steps: %+v, %v", nodes, err)
+			// The counts and the in-flight set change one after the
+			// other: wait for a heartbeat after both.
+			return err == nil && len(nodes) == 3 && ok && n.StepsDone == 2 && n.StepsRunning == 0
+		}, "node-a never reported its two finished steps and none running: %+v, %v", nodes, err)
 		start := time.Now()
 		for _, n := range nodes {
 			if !n.Alive || n.Host != host || n.PID != os.Getpid() || !strings.HasPrefix(n.Version, "dagflow ") ||
