@@ -16,7 +16,7 @@ import (
 
 // The node registry: every engine records in the store, every
 // Config.NodeHeartbeat, that it is alive, what it can run and how it is
-// doing. It answers
+// doing, and publishes the same on Redis (NodesChannel) for dashboards. It answers
 // "which live node can run this step?" (WhyWaiting) for any process that
 // reads the store, even one that runs nothing.
 
@@ -119,9 +119,34 @@ func (e *Engine) heartbeatNode(ctx context.Context, started time.Time) error {
 	if err != nil {
 		return err
 	}
-	return e.store.NodeHeartbeat(ctx, persistence.Node{
+	if err := e.store.NodeHeartbeat(ctx, persistence.Node{
 		ID: self.ID, StartedAt: started, HeartbeatAt: self.HeartbeatAt, Info: info,
-	})
+	}); err != nil {
+		return err
+	}
+	e.publishNode(ctx, info)
+	return nil
+}
+
+// NodesChannel is the Redis pub/sub channel on which the nodes of prefix
+// publish their status (NodeInfo as JSON) on every registry heartbeat:
+// "<prefix>:nodes". Dashboards subscribe to it to follow the nodes live;
+// the registry in the store (Nodes, AllNodes) is the record.
+func NodesChannel(prefix string) string { return prefix + ":nodes" }
+
+// publishNode publishes this node's status, recorded in the registry
+// just before, on NodesChannel. Only a heartbeat the store took is
+// published, so that a node the others count dead does not look alive
+// to dashboards. A failure is a Redis error (counted and logged), not
+// the heartbeat's: the store is the record. It waits at most one
+// heartbeat interval.
+func (e *Engine) publishNode(parent context.Context, info []byte) {
+	ctx, cancel := context.WithTimeout(parent, e.cfg.NodeHeartbeat)
+	defer cancel()
+	ch := NodesChannel(e.cfg.Prefix)
+	if err := e.cfg.Redis.Publish(ctx, ch, info).Err(); err != nil && parent.Err() == nil {
+		e.redisError("node registry: publishing the node's status failed", err, "channel", ch)
+	}
 }
 
 // nodeLoop keeps this node's registry entry fresh until Stop, releases

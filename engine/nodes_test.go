@@ -163,3 +163,38 @@ func TestNodeTimeoutValidated(t *testing.T) {
 		}
 	}
 }
+
+// Every registry heartbeat is published on NodesChannel as the node's
+// JSON NodeInfo, its counts included.
+func TestNodeStatusPublished(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		o := b.opts(t)
+		o.Clock = engine.SystemClock
+		o.Configure = func(c *engine.Config) { c.NodeID, c.NodeHeartbeat = "publisher", 50*time.Millisecond }
+		env := enginetest.New(t, o)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sub := env.Redis.Subscribe(ctx, engine.NodesChannel(env.Prefix))
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+			t.Fatal(err)
+		}
+		host, _ := os.Hostname()
+		var last engine.NodeInfo
+		for i := 0; i < 3; i++ {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatalf("no status published on %s: %v", engine.NodesChannel(env.Prefix), err)
+			}
+			var n engine.NodeInfo
+			if err := json.Unmarshal([]byte(msg.Payload), &n); err != nil {
+				t.Fatalf("published status %q: %v", msg.Payload, err)
+			}
+			if n.ID != "publisher" || !n.Alive || n.Host != host || n.PID != os.Getpid() || n.Concurrency != 8 ||
+				!strings.HasPrefix(n.Version, "dagflow ") || n.StartedAt.IsZero() || !n.HeartbeatAt.After(last.HeartbeatAt) {
+				t.Errorf("published status %s; want publisher's, alive, on %s pid %d, each heartbeat later", msg.Payload, host, os.Getpid())
+			}
+			last = n
+		}
+	})
+}
