@@ -81,3 +81,21 @@ func TestNodesListsLiveAndDeadNodes(t *testing.T) {
 		t.Errorf("nodes --node-timeout 0s exited %d: %s; want a usage error naming it", code, errb)
 	}
 }
+
+// TestWorkerRejectsNodeTimeoutUnderHeartbeat: a node timeout no longer
+// than the heartbeat would count live nodes dead; the worker refuses it,
+// naming both.
+func TestWorkerRejectsNodeTimeoutUnderHeartbeat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, out, errb := runCLI(t, ctx, "worker", "--node-heartbeat", "2s", "--node-timeout", "1s",
+		"--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", testenv.KeyPrefix(t))
+	if code == 0 || !strings.Contains(errb, "NodeTimeout 1s") || !strings.Contains(errb, "NodeHeartbeat 2s") {
+		t.Errorf("worker --node-heartbeat 2s --node-timeout 1s exited %d with %q %q; want an error naming both", code, out, errb)
+	}
+}
