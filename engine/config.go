@@ -148,6 +148,18 @@ type Config struct {
 	// The handler's context carries its attempt's span. Default none: no
 	// spans, at the cost of a nil check.
 	TracerProvider trace.TracerProvider
+	// NodeHeartbeat is how often this node records in the node registry
+	// that it is alive, with its status (NodeInfo), and publishes it on
+	// Redis. Default 5s (DefaultNodeHeartbeat).
+	NodeHeartbeat time.Duration
+	// NodeTimeout is how long a node may go without a heartbeat in the
+	// node registry before the other nodes count it dead and release the
+	// leases of the steps it held, so that they are taken over then
+	// rather than when each lease expires (the fence still refuses
+	// whatever the presumed-dead node records later). It must be longer
+	// than NodeHeartbeat. Default three heartbeats (15s with the default
+	// NodeHeartbeat: NodeAliveWithin).
+	NodeTimeout time.Duration
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -194,6 +206,9 @@ const (
 	// outputs, while a node at the default Concurrency (10) holds at most
 	// 320 MiB of step data.
 	DefaultMaxStepInput = 32 << 20
+	// DefaultNodeHeartbeat is how often a node records that it is alive
+	// in the node registry (Config.NodeHeartbeat).
+	DefaultNodeHeartbeat = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -246,6 +261,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxStepInput == 0 {
 		c.MaxStepInput = DefaultMaxStepInput
 	}
+	if c.NodeHeartbeat == 0 {
+		c.NodeHeartbeat = DefaultNodeHeartbeat
+	}
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = 3 * c.NodeHeartbeat
+	}
 	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
 		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
 	}
@@ -287,6 +308,12 @@ func (c Config) validate() error {
 	}
 	if i := strings.IndexFunc(c.NodeID, unprintable); i >= 0 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID %q has a control character at byte %d", c.NodeID, i))
+	}
+	if c.NodeHeartbeat < minInterval {
+		errs = append(errs, fmt.Errorf("engine: Config.NodeHeartbeat %v is under %v (a missing unit?)", c.NodeHeartbeat, minInterval))
+	}
+	if c.NodeTimeout <= c.NodeHeartbeat {
+		errs = append(errs, fmt.Errorf("engine: Config.NodeTimeout %v must be longer than NodeHeartbeat %v (a node would be counted dead between two heartbeats)", c.NodeTimeout, c.NodeHeartbeat))
 	}
 	if c.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("engine: Config.PollInterval %v is negative", c.PollInterval))

@@ -4,40 +4,78 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
+	"github.com/dagflow/dagflow/internal/buildinfo"
 	"github.com/dagflow/dagflow/persistence"
 )
 
 // The node registry: every engine records in the store, every
-// nodeHeartbeatEvery, that it is alive and what it can run. It answers
+// Config.NodeHeartbeat, that it is alive, what it can run and how it is
+// doing, and publishes the same on Redis (NodesChannel) for dashboards. It answers
 // "which live node can run this step?" (WhyWaiting) for any process that
 // reads the store, even one that runs nothing.
 
 const (
-	// nodeHeartbeatEvery is how often a node records that it is alive.
-	nodeHeartbeatEvery = 5 * time.Second
-	// NodeAliveWithin is how recent a node's last heartbeat must be for
-	// it to count as alive: three heartbeats.
-	NodeAliveWithin = 3 * nodeHeartbeatEvery
+	// NodeAliveWithin is the default of Config.NodeTimeout: how recent a
+	// node's last heartbeat must be for it to count as alive, three
+	// default heartbeats.
+	NodeAliveWithin = 3 * DefaultNodeHeartbeat
 	// nodeForgetAfter is how long a node that stopped heartbeating stays
 	// in the registry (for operators to see that it went).
 	nodeForgetAfter = 24 * time.Hour
+	// nodeForgetEvery is how often a node deletes the nodes forgotten.
+	nodeForgetEvery = 5 * time.Minute
 )
 
-// NodeInfo is what a node says of itself in the registry.
+// processHost and processVersion are this process's host name and
+// binary's description, read once.
+var (
+	processHost = sync.OnceValue(func() string {
+		h, err := os.Hostname()
+		if err != nil {
+			return "unknown"
+		}
+		return h
+	})
+	processVersion = sync.OnceValue(buildinfo.String)
+)
+
+// NodeInfo is what a node says of itself in the registry: what it can
+// run, where it runs, and how it is doing as of its last heartbeat.
 type NodeInfo struct {
-	ID          string    `json:"-"`
-	StartedAt   time.Time `json:"-"`
-	HeartbeatAt time.Time `json:"-"`
+	// ID is the node's Config.NodeID.
+	ID string `json:"id"`
+	// Host and PID are where the node runs; Version describes its binary
+	// (module, version, VCS revision, Go version: what `dagflow
+	// --version` prints).
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	// StartedAt is when the node started; HeartbeatAt is its last
+	// heartbeat.
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+	// Alive is set by the readers of the registry (Nodes, AllNodes): the
+	// last heartbeat is within the node timeout.
+	Alive bool `json:"alive"`
 	// Workflows maps each workflow the node has registered to its steps.
 	Workflows map[string][]string `json:"workflows"`
 	// Queues are the queues the node's workers take steps from (none
 	// when it runs no workers).
 	Queues      []string `json:"queues"`
 	Concurrency int      `json:"concurrency"`
+	// StepsRunning is how many steps the node was running at its last
+	// heartbeat; StepsDone how many attempts it had finished since it
+	// started (succeeded or failed), and Failures how many of those
+	// failed (Stats.StepsFailed).
+	StepsRunning int   `json:"steps_running"`
+	StepsDone    int64 `json:"steps_done"`
+	Failures     int64 `json:"failures"`
 }
 
 // Runs reports whether the node runs step of workflow: it has them
@@ -46,9 +84,13 @@ func (n NodeInfo) Runs(workflow, step, queue string) bool {
 	return slices.Contains(n.Workflows[workflow], step) && slices.Contains(n.Queues, queue)
 }
 
-// selfInfo is this node's registry entry.
-func (e *Engine) selfInfo() NodeInfo {
-	info := NodeInfo{Workflows: map[string][]string{}, Queues: []string{}}
+// selfInfo is this node's registry entry as of now.
+func (e *Engine) selfInfo(started time.Time) NodeInfo {
+	info := NodeInfo{
+		ID: e.cfg.NodeID, Host: processHost(), PID: os.Getpid(), Version: processVersion(),
+		StartedAt: started, HeartbeatAt: e.clock.Now(),
+		Alive: true, Workflows: map[string][]string{}, Queues: []string{},
+	}
 	e.mu.RLock()
 	for name, w := range e.workflows {
 		var names []string
@@ -62,27 +104,60 @@ func (e *Engine) selfInfo() NodeInfo {
 		info.Queues = e.queueNames()
 		info.Concurrency = e.cfg.Concurrency
 	}
+	st := e.Stats()
+	info.StepsRunning = st.InFlight
+	info.StepsDone = st.StepsSucceeded + st.StepsFailed
+	info.Failures = st.StepsFailed
 	return info
 }
 
 // heartbeatNode records this node in the registry; Start calls it once,
-// then the node loop every nodeHeartbeatEvery.
+// then the node loop every Config.NodeHeartbeat.
 func (e *Engine) heartbeatNode(ctx context.Context, started time.Time) error {
-	info, err := json.Marshal(e.selfInfo())
+	self := e.selfInfo(started)
+	info, err := json.Marshal(self)
 	if err != nil {
 		return err
 	}
-	return e.store.NodeHeartbeat(ctx, persistence.Node{
-		ID: e.cfg.NodeID, StartedAt: started, HeartbeatAt: e.clock.Now(), Info: info,
-	})
+	if err := e.store.NodeHeartbeat(ctx, persistence.Node{
+		ID: self.ID, StartedAt: started, HeartbeatAt: self.HeartbeatAt, Info: info,
+	}); err != nil {
+		return err
+	}
+	e.publishNode(ctx, info)
+	return nil
 }
 
-// nodeLoop keeps this node's registry entry fresh until Stop, and now
-// and then forgets nodes long gone.
+// NodesChannel is the Redis pub/sub channel on which the nodes of prefix
+// publish their status (NodeInfo as JSON) on every registry heartbeat:
+// "<prefix>:nodes". Dashboards subscribe to it to follow the nodes live;
+// the registry in the store (Nodes, AllNodes) is the record.
+func NodesChannel(prefix string) string { return prefix + ":nodes" }
+
+// publishNode publishes this node's status, recorded in the registry
+// just before, on NodesChannel. Only a heartbeat the store took is
+// published, so that a node the others count dead does not look alive
+// to dashboards. A failure is a Redis error (counted and logged), not
+// the heartbeat's: the store is the record. It waits at most one
+// heartbeat interval.
+func (e *Engine) publishNode(parent context.Context, info []byte) {
+	ctx, cancel := context.WithTimeout(parent, e.cfg.NodeHeartbeat)
+	defer cancel()
+	ch := NodesChannel(e.cfg.Prefix)
+	if err := e.cfg.Redis.Publish(ctx, ch, info).Err(); err != nil && parent.Err() == nil {
+		e.redisError("node registry: publishing the node's status failed", err, "channel", ch)
+	}
+}
+
+// nodeLoop keeps this node's registry entry fresh until Stop, releases
+// the steps of the nodes that missed their heartbeats (takeover.go), and
+// now and then forgets nodes long gone.
 func (e *Engine) nodeLoop(started time.Time) {
 	defer e.wg.Done()
-	t := time.NewTicker(nodeHeartbeatEvery)
+	t := time.NewTicker(e.cfg.NodeHeartbeat)
 	defer t.Stop()
+	// Forget old nodes every nodeForgetEvery, from the first heartbeat on.
+	forgetEvery := max(1, int(nodeForgetEvery/e.cfg.NodeHeartbeat))
 	for i := 0; ; i++ {
 		select {
 		case <-e.fetchCtx.Done():
@@ -92,7 +167,10 @@ func (e *Engine) nodeLoop(started time.Time) {
 		if err := e.heartbeatNode(e.fetchCtx, started); err != nil && e.fetchCtx.Err() == nil {
 			e.log.Warn("node registry: heartbeat failed", "err", err)
 		}
-		if i%60 == 0 {
+		if _, err := e.releaseDeadNodes(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
+			e.log.Warn("node registry: releasing the steps of dead nodes failed", "err", err)
+		}
+		if i%forgetEvery == 0 {
 			if _, err := e.store.NodeDeleteStale(e.fetchCtx, e.clock.Now().Add(-nodeForgetAfter)); err != nil && e.fetchCtx.Err() == nil {
 				e.log.Warn("node registry: forgetting old nodes failed", "err", err)
 			}
@@ -100,10 +178,27 @@ func (e *Engine) nodeLoop(started time.Time) {
 	}
 }
 
-// Nodes lists the nodes alive now (a heartbeat within NodeAliveWithin),
+// Nodes lists the nodes alive now (a heartbeat within Config.NodeTimeout),
 // by id, with what each can run.
 func (e *Engine) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	rows, err := e.store.NodeList(ctx, persistence.NodeListParams{AliveSince: e.clock.Now().Add(-NodeAliveWithin)})
+	return e.listNodes(ctx, false)
+}
+
+// AllNodes lists every node in the registry, by id: the live ones and
+// those that stopped heartbeating (Alive false) but are not forgotten yet
+// (a day after their last heartbeat).
+func (e *Engine) AllNodes(ctx context.Context) ([]NodeInfo, error) {
+	return e.listNodes(ctx, true)
+}
+
+// listNodes reads the registry: every node, or the live ones only.
+func (e *Engine) listNodes(ctx context.Context, dead bool) ([]NodeInfo, error) {
+	aliveSince := e.clock.Now().Add(-e.cfg.NodeTimeout)
+	p := persistence.NodeListParams{AliveSince: aliveSince}
+	if dead {
+		p.AliveSince = time.Time{}
+	}
+	rows, err := e.store.NodeList(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("engine: list nodes: %w", err)
 	}
@@ -116,6 +211,7 @@ func (e *Engine) Nodes(ctx context.Context) ([]NodeInfo, error) {
 			e.log.Debug("node registry: unreadable node info", "node", r.ID, "err", err)
 		}
 		n.ID, n.StartedAt, n.HeartbeatAt = r.ID, r.StartedAt, r.HeartbeatAt
+		n.Alive = !r.HeartbeatAt.Before(aliveSince)
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

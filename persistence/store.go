@@ -109,6 +109,16 @@ type Store interface {
 	// StepListLeaseExpired lists running or compensating steps whose lease
 	// expired before p.Before.
 	StepListLeaseExpired(ctx context.Context, p ListDueParams) ([]StepRun, error)
+	// StepReleaseLeases ends at p.Now the unexpired leases that the
+	// workers p.Workers (nodes presumed dead) hold on running steps and
+	// compensating ones, and returns the steps it released (with their
+	// new lease), so that they are taken over at once instead of when
+	// each lease expires. Each release is fenced: a step whose lease a
+	// claim gave to another worker meanwhile is left alone. The released
+	// worker's fence stays valid until the next claim: a presumed-dead
+	// worker that is alive after all may still record its outcome (or
+	// extend its lease) until another node claims the step.
+	StepReleaseLeases(ctx context.Context, p StepReleaseLeasesParams) ([]StepRun, error)
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
 
@@ -439,6 +449,18 @@ type StepClaimResult struct {
 	// the outputs without loading them, so Outputs is nil. The step is
 	// claimed all the same; the caller fails it rather than run it.
 	OverMaxRead bool
+}
+
+// StepReleaseLeasesParams are the arguments of Store.StepReleaseLeases.
+type StepReleaseLeasesParams struct {
+	// Workers are the node ids whose leases end: 1 to 100 of them.
+	Workers []string
+	// Now is when the leases end; leases that expired before it are left
+	// as they are.
+	Now time.Time
+	// Limit bounds how many steps one call releases: default 100, at
+	// most 10000.
+	Limit int
 }
 
 // StepHeartbeatParams are the arguments of Store.StepHeartbeat.

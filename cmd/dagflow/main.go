@@ -15,6 +15,7 @@
 //	dagflow dlq retry|discard RUN_ID STEP
 //	dagflow schedules [list]             the schedules, their next fire time and last tick
 //	dagflow schedules pause|resume|trigger NAME
+//	dagflow nodes                        the engine nodes: live and recently dead, with their status
 //	dagflow apikeys [list]               the HTTP API's keys (never their secrets)
 //	dagflow apikeys create --scope S --name N, apikeys revoke ID|NAME
 //	dagflow bench                        end-to-end throughput of the order workflow
@@ -66,6 +67,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/dagflow/dagflow/internal/buildinfo"
 )
 
 // defaultGCPercent is the garbage collector's target when GOGC is not set.
@@ -181,7 +184,7 @@ func newRoot(sec *secrets) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(sec), newWorkerCmd(sec), newMigrateCmd(sec), newWorkflowsCmd(sec), newTriggerCmd(sec),
-		newRunsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newVersionCmd())
+		newRunsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newNodesCmd(sec), newVersionCmd())
 	root.AddCommand(embeddedCommands(sec)...)
 	return root
 }
@@ -287,45 +290,9 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
-// module is the main module's path, for builds that record none.
-const module = "github.com/dagflow/dagflow"
-
 // versionString describes the binary from its build information: module,
 // version, VCS revision and time (when built from a checkout), Go version.
-func versionString() string { return versionOf(debug.ReadBuildInfo()) }
+func versionString() string { return buildinfo.String() }
 
-func versionOf(bi *debug.BuildInfo, ok bool) string {
-	if !ok {
-		return "dagflow " + module + " (no build information)"
-	}
-	path, version := bi.Main.Path, bi.Main.Version
-	if path == "" {
-		path = module
-	}
-	if version == "" {
-		version = "(devel)"
-	}
-	s := "dagflow " + path + " " + version
-	var rev, when, modified string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.time":
-			when = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				modified = " (modified)"
-			}
-		}
-	}
-	if rev != "" {
-		s += " revision " + rev + modified
-		if when != "" {
-			s += " " + when
-		}
-	} else {
-		s += " revision unknown"
-	}
-	return s + " " + bi.GoVersion
-}
+// versionOf is buildinfo.Describe.
+func versionOf(bi *debug.BuildInfo, ok bool) string { return buildinfo.Describe(bi, ok) }

@@ -34,6 +34,9 @@ type workerFlags struct {
 	queues      string
 	lease       time.Duration
 	shutdown    time.Duration
+	// nodeTimeout and nodeHeartbeat are engine.Config's NodeTimeout and
+	// NodeHeartbeat (the node registry's).
+	nodeTimeout, nodeHeartbeat time.Duration
 	// metricsListen serves /metrics alone, unauthenticated, on its own
 	// address (cmd/dagflow/metrics.go).
 	metricsListen string
@@ -65,6 +68,8 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&w.concurrency, "concurrency", 10, "steps run at once")
 	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
 	fs.DurationVar(&w.lease, "lease", 30*time.Second, "step lease")
+	fs.DurationVar(&w.nodeHeartbeat, "node-heartbeat", engine.DefaultNodeHeartbeat, "how often the node records (and publishes) its status in the node registry")
+	fs.DurationVar(&w.nodeTimeout, "node-timeout", engine.NodeAliveWithin, "a node without a registry heartbeat for this long is presumed dead and its steps are taken over (longer than --node-heartbeat)")
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
 	fs.StringVar(&w.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port, without authentication: an address only monitoring reaches")
 }
@@ -146,6 +151,7 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	cfg := engine.Config{
 		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
+		NodeHeartbeat: w.nodeHeartbeat, NodeTimeout: w.nodeTimeout,
 	}
 	if reg != nil {
 		cfg.Registerer = reg

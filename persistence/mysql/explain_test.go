@@ -39,6 +39,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 		}
 	}
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-50*time.Minute))...)
+	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
@@ -153,6 +154,11 @@ func indexOf(name string) string {
 		return "idx_api_keys_name"
 	case name == "APIKeyList":
 		return "idx_api_keys_created"
+	case name == "StepReleaseLeases/running":
+		// The running steps' entries (status =), in flight only; the
+		// compensating read adds a lookup of each one's attempt and is
+		// left to the general checks.
+		return "idx_steps_wf_due"
 	}
 	return ""
 }

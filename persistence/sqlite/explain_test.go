@@ -166,6 +166,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-time.Hour))...)
+	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
@@ -204,6 +205,8 @@ func rangeOf(name string) string {
 	case strings.HasPrefix(name, "RunListDue@"):
 		return "idx_runs_wf_start_due"
 	case strings.HasPrefix(name, "StepList") && strings.Contains(name, "@"):
+		return "idx_steps_wf_due"
+	case strings.HasPrefix(name, "StepReleaseLeases/"):
 		return "idx_steps_wf_due"
 	case name == "StepListDead", name == "StepListDead/cursor":
 		return "idx_steps_dead"

@@ -104,6 +104,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunCreateManyClaimsRoots", s.testRunCreateClaimsRoots},
 		{"AttemptHistory", s.testAttemptHistory},
 		{"HeldAttempts", s.testHeldAttempts},
+		{"ReleaseLeases", s.testReleaseLeases},
 		{"EndedAttemptRows", s.testEndedAttemptRows},
 		{"BatchesOfLargePayloads", s.testLargeBatches},
 	}
