@@ -225,8 +225,9 @@ func (p *plans) reset() {
 // has them. It returns nil for a workflow this node neither has nor
 // finds. A version the store no longer has falls back, with a warning,
 // to the registered workflow (the same steps and handlers, perhaps other
-// conditions or policies); a store that does not answer is an error, and
-// the caller leaves the step for later rather than follow the wrong plan.
+// conditions or policies); a store that does not answer (after
+// readVersion's tries) is an error, and the caller leaves the step for
+// later, at the cost of its attempt, rather than follow the wrong plan.
 func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflow, error) {
 	w, hash := e.registered(run.Workflow)
 	if run.Definition == "" || run.Definition == hash {
@@ -244,7 +245,7 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflo
 	if p != nil {
 		return p, nil
 	}
-	r, err := e.store.DefinitionGet(ctx, run.Workflow, run.Definition)
+	r, err := e.readVersion(ctx, run.Workflow, run.Definition)
 	switch {
 	case errors.Is(err, persistence.ErrDefinitionNotFound):
 		e.log.Warn("the run's workflow version is not in the store; following this node's version",
@@ -273,6 +274,32 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflo
 	}
 	e.plans.mu.Unlock()
 	return p, nil
+}
+
+// versionReadTries is how often planFor reads a version before it gives
+// the step up for later: the step holds an attempt meanwhile, so a blip
+// of the store must not cost it one.
+var versionReadTries = []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second}
+
+// readVersion reads one stored version, trying again over a blip of the
+// store; a version that does not exist is answered at once.
+func (e *Engine) readVersion(ctx context.Context, workflow, version string) (persistence.Definition, error) {
+	var r persistence.Definition
+	var err error
+	for _, wait := range versionReadTries {
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return r, err
+			}
+		}
+		r, err = e.store.DefinitionGet(ctx, workflow, version)
+		if err == nil || errors.Is(err, persistence.ErrDefinitionNotFound) {
+			return r, err
+		}
+	}
+	return r, err
 }
 
 // triggerPlan returns the plan a new run of workflow follows and its

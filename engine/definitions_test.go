@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -397,4 +398,69 @@ func TestTriggerFollowsTheCurrentVersion(t *testing.T) {
 	isoNode{store: st, redis: rdb, prefix: "dagflow", id: "w2", workflows: []*dag.Workflow{v2}}.start(t)
 	testenv.Eventually(t, 10*time.Second, func() bool { return version() == v2.Definition().Hash() },
 		"the API node did not move to v2")
+}
+
+// storeWithFailingVersions fails the next failures DefinitionGet calls.
+type storeWithFailingVersions struct {
+	persistence.Store
+	failures atomic.Int64
+	calls    atomic.Int64
+}
+
+func (s *storeWithFailingVersions) DefinitionGet(ctx context.Context, wf, v string) (persistence.Definition, error) {
+	s.calls.Add(1)
+	if s.failures.Add(-1) >= 0 {
+		return persistence.Definition{}, errors.New("connection reset")
+	}
+	return s.Store.DefinitionGet(ctx, wf, v)
+}
+
+// A blip of the store while a node reads a run's version costs the
+// step nothing: the node reads it again, runs the step once, on the
+// run's plan, and spends no extra attempt.
+func TestStepRidesOutAFailedVersionRead(t *testing.T) {
+	base := sqliteStore(t)
+	st := &storeWithFailingVersions{Store: base}
+	st.failures.Store(2)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	var calls1, calls2 sync.Map
+	v1, v2 := orderV(t, 1, &calls1, nil), orderV(t, 2, &calls2, nil)
+	starter := isoNode{store: base, redis: rdb, prefix: "dagflow", id: "v1-api", noWorkers: true, workflows: []*dag.Workflow{v1}}.start(t)
+	isoNode{store: st, redis: rdb, prefix: "dagflow", id: "v2", workflows: []*dag.Workflow{v2}}.start(t)
+	id, err := starter.Trigger(context.Background(), "order", map[string]int{"total": 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		r, err := base.RunGet(context.Background(), id)
+		return err == nil && r.Status.Terminal()
+	}, "the run did not finish")
+	info := mustGet(t, starter, id)
+	if info.Run.Status != persistence.RunSucceeded {
+		t.Fatalf("run %s: %s", id, dumpRun(t, base, id))
+	}
+	if got := stepStatus(info, "points"); got != persistence.StepSucceeded {
+		t.Errorf("points is %s; v1's plan runs it for 500", got)
+	}
+	for _, s := range info.Steps {
+		if s.Attempt > 1 {
+			t.Errorf("step %s used %d attempts; a failed read of the version must cost none", s.Step, s.Attempt)
+		}
+	}
+	if st.calls.Load() < 3 {
+		t.Errorf("DefinitionGet called %d times; want the two failures and a success", st.calls.Load())
+	}
+	noDeadLetters(t, base)
+}
+
+func dumpRun(t *testing.T, st persistence.Store, id string) string {
+	r, _ := st.RunGet(context.Background(), id)
+	sts, _ := st.StepList(context.Background(), id)
+	out := string(r.Status)
+	for _, s := range sts {
+		out += fmt.Sprintf(" %s=%s/a%d/lease%v", s.Step, s.Status, s.Attempt, s.LeaseExpiresAt)
+	}
+	return out
 }
