@@ -18,7 +18,7 @@ func newBenchCmd(sec *secrets) *cobra.Command {
 		Use:   "bench",
 		Short: "end-to-end benchmark of the order workflow with no-op handlers",
 		Long: "Runs the order workflow (reserve -> notify || points -> ship) with no-op handlers and\n" +
-			"prints a table and one JSON line. See the Benchmarks section of the README.",
+			"prints a table and one JSON line. See docs/benchmarks.md.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sec.addDSN(cfg.MySQLDSN)
