@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/dag"
@@ -102,6 +103,9 @@ func TestCodecFailureInAStepIsRetried(t *testing.T) {
 	c := &fakeCodec{fail: map[string]int{"decode input": 1, "encode output": 1}}
 	env := codecEnv(t, c, nil)
 	id := env.Trigger(t, "one", map[string]int{"a": 1})
+	// Wait on the store, not on Get: Get decodes the input too and would
+	// take the one failure meant for the claim.
+	waitStored(t, env, id)
 	info := env.Wait(t, id)
 	env.AssertRun(t, info, persistence.RunSucceeded)
 	var errs []string
@@ -122,6 +126,26 @@ func TestCodecFailureInAStepIsRetried(t *testing.T) {
 	raw, err := env.Store.StepGet(context.Background(), id, "a")
 	if err != nil || !strings.HasPrefix(string(raw.Output), `"fake:`) {
 		t.Errorf("stored output %s (%v), want it encoded", raw.Output, err)
+	}
+}
+
+// waitStored waits for a run to finish by reading the store, without
+// decoding anything.
+func waitStored(t *testing.T, env *enginetest.Env, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		run, err := env.Store.RunGet(context.Background(), id)
+		if err != nil {
+			t.Fatalf("get run %s: %v", id, err)
+		}
+		if run.Status.Terminal() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s after 30s", id, run.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
