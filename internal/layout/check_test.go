@@ -1,8 +1,10 @@
 package layout
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -127,9 +129,13 @@ func drawingProblem(nodes []Node, edges []Edge, o Options, res Result) error {
 		}
 		distinct[rt.Edge] = true
 	}
+	// Sweep along x: only segments whose x ranges overlap can cross.
+	lo := func(s seg) float64 { return min(s.a.X, s.b.X) }
+	hi := func(s seg) float64 { return max(s.a.X, s.b.X) }
+	slices.SortFunc(segs, func(p, q seg) int { return cmp.Compare(lo(p), lo(q)) })
 	crossings := 0
 	for i := range segs {
-		for j := i + 1; j < len(segs); j++ {
+		for j := i + 1; j < len(segs) && lo(segs[j]) <= hi(segs[i]); j++ {
 			if segs[i].edge != segs[j].edge && properCross(segs[i].a, segs[i].b, segs[j].a, segs[j].b) {
 				crossings++
 			}

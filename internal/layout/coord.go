@@ -18,9 +18,11 @@ const (
 // Passes of the coordinate assignment: squared lengths first (each item
 // settles between its neighbours), then absolute lengths (which make the
 // edges that can be straight straight).
+// coordWork bounds the passes by items and edges visited.
 const (
 	passesSquared  = 24
 	passesAbsolute = 16
+	coordWork      = 1 << 20
 )
 
 // coordinates places the ranks along the rank axis and the items across it.
@@ -49,9 +51,23 @@ func (g *graph) coordinates(o Options) {
 			g.x[i] = off[r][p] - mid
 		}
 	}
+	// Huge graphs get fewer passes: every pass leaves a valid drawing, and
+	// the later ones only polish it.
+	size := len(g.items)
+	for _, it := range g.items {
+		size += len(it.down)
+	}
+	squared, absolute := passesSquared, passesAbsolute
+	if size*(squared+absolute) > coordWork {
+		squared = max(2, coordWork/size*3/5)
+		absolute = max(2, coordWork/size*2/5)
+	}
 	var s solver
-	for pass := range passesSquared + passesAbsolute {
-		absolute := pass >= passesSquared
+	for pass := range squared + absolute {
+		if s.work > coordWork*8 {
+			break // pooling huge ranks over and over: the drawing is good enough
+		}
+		absolute := pass >= squared
 		if pass%2 == 0 {
 			for r := range g.layers {
 				g.place(r, off[r], absolute, &s)
@@ -127,6 +143,8 @@ type block struct {
 type solver struct {
 	absolute bool
 	blocks   []block
+	scratch  []target
+	work     int // targets merged, see coordWork
 }
 
 func (s *solver) reset(absolute bool) {
@@ -155,6 +173,9 @@ func (s *solver) add(at, w float64) {
 // would sit after it.
 func (s *solver) merge() {
 	last := &s.blocks[len(s.blocks)-1]
+	if s.absolute {
+		slices.SortFunc(last.targets, func(p, q target) int { return cmpFloat(p.at, q.at) })
+	}
 	last.y = s.fit(last)
 	for len(s.blocks) > 1 {
 		a, b := &s.blocks[len(s.blocks)-2], &s.blocks[len(s.blocks)-1]
@@ -162,7 +183,14 @@ func (s *solver) merge() {
 			return
 		}
 		a.n += b.n
-		a.targets = append(a.targets, b.targets...)
+		if s.absolute {
+			// Both lists are sorted; merging keeps them so in linear time.
+			s.scratch = mergeTargets(s.scratch[:0], a.targets, b.targets)
+			s.work += len(s.scratch)
+			a.targets, s.scratch = s.scratch, a.targets
+		} else {
+			a.targets = append(a.targets, b.targets...)
+		}
 		a.sumW += b.sumW
 		a.sumWAt += b.sumWAt
 		a.y = s.fit(a)
@@ -170,23 +198,27 @@ func (s *solver) merge() {
 	}
 }
 
+// mergeTargets appends the merge of sorted a and b to dst.
+func mergeTargets(dst, a, b []target) []target {
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].at < a[0].at {
+			dst, b = append(dst, b[0]), b[1:]
+		} else {
+			dst, a = append(dst, a[0]), a[1:]
+		}
+	}
+	return append(append(dst, a...), b...)
+}
+
 // fit is the best y for a block: the weighted mean of its targets for
-// squared lengths, their weighted median for absolute ones (the middle of
+// squared lengths, their weighted median (of the targets, kept sorted) for
+// absolute ones (the middle of
 // the median interval when there is one, so a node between two neighbours
 // sits between them).
 func (s *solver) fit(b *block) float64 {
 	if !s.absolute {
 		return b.sumWAt / b.sumW
 	}
-	slices.SortFunc(b.targets, func(p, q target) int {
-		switch {
-		case p.at < q.at:
-			return -1
-		case p.at > q.at:
-			return 1
-		}
-		return 0
-	})
 	half := b.sumW / 2
 	cum := 0.0
 	const eps = 1e-9

@@ -44,3 +44,30 @@ func grid(layers, width int, seed uint64) ([]Node, []Edge) {
 	}
 	return nodes, edges
 }
+
+// laneCrossings counts the crossings of the drawing grid had in mind: each
+// step at (layer, lane), each edge a straight line. It is a witness that a
+// drawing with that many crossings exists (a long edge running along other
+// lines counts as no crossing, which only makes it stricter).
+func laneCrossings(edges []Edge) int {
+	at := func(id string) Point {
+		var l, lane int
+		if _, err := fmt.Sscanf(id, "s%02d_%02d", &l, &lane); err != nil {
+			panic(err)
+		}
+		return Point{float64(l), float64(lane)}
+	}
+	ends := make([][2]Point, len(edges))
+	for k, e := range edges {
+		ends[k] = [2]Point{at(e.From), at(e.To)}
+	}
+	c := 0
+	for i := range ends {
+		for j := i + 1; j < len(ends); j++ {
+			if properCross(ends[i][0], ends[i][1], ends[j][0], ends[j][1]) {
+				c++
+			}
+		}
+	}
+	return c
+}

@@ -33,6 +33,7 @@ type graph struct {
 	rankStart []float64 // where each rank begins on the rank axis
 	rankSize  []float64
 	ncomp     int
+	work      int // spent by the crossing reduction, see workBudget
 }
 
 // build checks the input, ranks the nodes and splits long edges.

@@ -1,16 +1,21 @@
 package layout
 
 import (
+	"math"
 	"slices"
-	"sort"
 )
 
 // maxSweeps bounds the crossing reduction; sweeps stop earlier when
-// stalled sweeps in a row bring no better ordering.
+// stalled sweeps in a row bring no better ordering, or when the graph's
+// work (roughly, edge pairs compared) passes workBudget, which keeps a
+// layout of a pathological graph to a fraction of a second.
 const (
-	maxSweeps = 32
-	stalled   = 6
+	maxSweeps  = 32
+	stalled    = 6
+	workBudget = 8 << 20
 )
+
+func (g *graph) busy() bool { return g.work > workBudget }
 
 // order reorders the ranks to cut crossings (unless optimise is false) and
 // returns the number of crossings of the ordering it keeps.
@@ -20,22 +25,183 @@ func (g *graph) order(optimise bool) int {
 		return best
 	}
 	bestLayers := g.snapshot()
-	// Two heuristics from the same start; each keeps its best, the better
-	// one wins. Barycenters settle dense ranks, medians resist outliers.
-	start := g.snapshot()
-	for _, useMedian := range []bool{false, true} {
-		g.restore(start)
-		c := g.sweep(useMedian)
-		if c < best {
-			best = c
-			bestLayers = g.snapshot()
-		}
-		if best == 0 {
+	// Sweeps only find a local optimum near where they start, so they start
+	// from three orders: a smooth spectral one, the input's and a
+	// depth-first walk's; and run with barycenters (which settle dense
+	// ranks) and medians (which resist outliers). The best of all is kept.
+	// A work budget stops the search early on huge or dense graphs, where
+	// the best ordering found so far has to do.
+	input := g.snapshot()
+	starts := []func() [][]int{g.spectral, func() [][]int { return input }, g.depthFirst}
+	for _, start := range starts {
+		if g.busy() {
 			break
+		}
+		layers := start()
+		for _, useMedian := range []bool{false, true} {
+			g.restore(layers)
+			if c := g.sweep(useMedian); c < best {
+				best, bestLayers = c, g.snapshot()
+			}
+			if best == 0 {
+				g.restore(bestLayers)
+				return 0
+			}
 		}
 	}
 	g.restore(bestLayers)
+	// Sifting moves single items further than sweeps and swaps do.
+	g.sift()
+	if c := g.crossings(); c < best {
+		return c
+	}
+	g.restore(bestLayers)
 	return best
+}
+
+// depthFirst is the order in which a depth-first walk from the sources, in
+// input order, meets the items (as dot starts).
+func (g *graph) depthFirst() [][]int {
+	layers := make([][]int, len(g.layers))
+	seen := make([]bool, len(g.items))
+	var stack []int
+	for c := range g.ncomp {
+		for _, l := range g.layers {
+			for _, i := range l {
+				if g.items[i].comp != c || seen[i] || len(g.items[i].up) > 0 {
+					continue
+				}
+				stack = append(stack[:0], i)
+				for len(stack) > 0 {
+					u := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					if seen[u] {
+						continue
+					}
+					seen[u] = true
+					layers[g.items[u].rank] = append(layers[g.items[u].rank], u)
+					down := g.items[u].down
+					for k := len(down) - 1; k >= 0; k-- {
+						if !seen[down[k]] {
+							stack = append(stack, down[k])
+						}
+					}
+				}
+			}
+		}
+	}
+	return layers
+}
+
+// spectral orders each rank by a smooth coordinate: starting from the input
+// positions, every item repeatedly moves halfway to the mean of its
+// neighbours on both sides, and each component's band in each rank is
+// re-centred and re-scaled after each round. That is power iteration towards the smoothest non-trivial
+// mode of the graph within the ranks, which sees the whole graph at once
+// where a sweep sees two ranks.
+func (g *graph) spectral() [][]int {
+	x := make([]float64, len(g.items))
+	for _, l := range g.layers {
+		for p, i := range l {
+			x[i] = float64(p) - float64(len(l)-1)/2
+		}
+	}
+	next := make([]float64, len(x))
+	size := len(g.items)
+	for _, it := range g.items {
+		size += len(it.down)
+	}
+	rounds := min(spectralRounds, max(8, spectralWork/size))
+	g.work += rounds * size
+	for range rounds {
+		for i, it := range g.items {
+			n := len(it.up) + len(it.down)
+			if n == 0 {
+				next[i] = x[i]
+				continue
+			}
+			sum := 0.0
+			for _, v := range it.up {
+				sum += x[v]
+			}
+			for _, v := range it.down {
+				sum += x[v]
+			}
+			next[i] = (x[i] + sum/float64(n)) / 2
+		}
+		x, next = next, x
+		g.eachBand(func(band []int) { normalise(x, band) })
+		moved := 0.0
+		for i := range x {
+			moved = max(moved, math.Abs(x[i]-next[i]))
+		}
+		if moved < 1e-9 {
+			break
+		}
+	}
+	saved := g.snapshot()
+	g.eachBand(func(band []int) {
+		slices.SortStableFunc(band, func(a, b int) int { return cmpFloat(x[a], x[b]) })
+	})
+	layers := g.snapshot()
+	g.restore(saved)
+	return layers
+}
+
+// eachBand calls f with each component's run of items in each rank.
+func (g *graph) eachBand(f func(band []int)) {
+	for _, l := range g.layers {
+		for lo := 0; lo < len(l); {
+			hi := lo + 1
+			for hi < len(l) && g.items[l[hi]].comp == g.items[l[lo]].comp {
+				hi++
+			}
+			f(l[lo:hi])
+			lo = hi
+		}
+	}
+}
+
+// spectralRounds bounds the power iteration, which usually settles sooner;
+// on large graphs spectralWork bounds it (in items and edges visited).
+const (
+	spectralRounds = 1024
+	spectralWork   = 4 << 20
+)
+
+// normalise centres a band's coordinates on 0 with a spread of 1, so that
+// no band shrinks to a point under the averaging.
+func normalise(x []float64, l []int) {
+	if len(l) == 0 {
+		return
+	}
+	mean := 0.0
+	for _, i := range l {
+		mean += x[i]
+	}
+	mean /= float64(len(l))
+	sq := 0.0
+	for _, i := range l {
+		x[i] -= mean
+		sq += x[i] * x[i]
+	}
+	if sq == 0 {
+		return
+	}
+	scale := 1 / math.Sqrt(sq/float64(len(l)))
+	for _, i := range l {
+		x[i] *= scale
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // sweep alternates down and up sweeps with transposition and leaves the best
@@ -44,7 +210,7 @@ func (g *graph) sweep(useMedian bool) int {
 	best := g.crossings()
 	bestLayers := g.snapshot()
 	since := 0
-	for s := 0; s < maxSweeps && best > 0 && since < stalled; s++ {
+	for s := 0; s < maxSweeps && best > 0 && since < stalled && !g.busy(); s++ {
 		down := s%2 == 0
 		if down {
 			for r := 1; r < len(g.layers); r++ {
@@ -86,6 +252,7 @@ func (g *graph) restore(s [][]int) {
 // place; items only move within their component's band.
 func (g *graph) sortLayer(r int, byUp, useMedian bool) {
 	layer := g.layers[r]
+	g.work += len(layer)
 	type keyed struct {
 		item int
 		key  float64
@@ -93,7 +260,7 @@ func (g *graph) sortLayer(r int, byUp, useMedian bool) {
 	var moving []keyed
 	var slots []int
 	flush := func() {
-		sort.SliceStable(moving, func(a, b int) bool { return moving[a].key < moving[b].key })
+		slices.SortStableFunc(moving, func(a, b keyed) int { return cmpFloat(a.key, b.key) })
 		for k, s := range slots {
 			layer[s] = moving[k].item
 		}
@@ -154,7 +321,7 @@ func key(ps []int, useMedian bool) float64 {
 // transpose swaps neighbours in a rank while that cuts the crossings with
 // the ranks on both sides.
 func (g *graph) transpose() {
-	for improved, passes := true, 0; improved && passes < 32; passes++ {
+	for improved, passes := true, 0; improved && passes < 32 && !g.busy(); passes++ {
 		improved = false
 		for _, layer := range g.layers {
 			for p := 0; p+1 < len(layer); p++ {
@@ -175,6 +342,7 @@ func (g *graph) transpose() {
 // pairCrossings counts the crossings between the edges of u and of v, u
 // placed just before v, on both sides of their rank.
 func (g *graph) pairCrossings(u, v int) int {
+	g.work += 1 + len(g.items[u].up)*len(g.items[v].up) + len(g.items[u].down)*len(g.items[v].down)
 	return g.sideCrossings(g.items[u].up, g.items[v].up) + g.sideCrossings(g.items[u].down, g.items[v].down)
 }
 
@@ -195,6 +363,7 @@ func (g *graph) sideCrossings(a, b []int) int {
 // ends is a crossing (Barth, Jünger and Mutzel's bilayer count, with a
 // Fenwick tree).
 func (g *graph) crossings() int {
+	g.work += len(g.items)
 	total := 0
 	var ends []int
 	var tree []int
@@ -210,6 +379,7 @@ func (g *graph) crossings() int {
 		m := len(g.layers[r+1])
 		tree = slices.Grow(tree[:0], m+1)[:m+1]
 		clear(tree)
+		g.work += len(ends)
 		for k, p := range ends {
 			// Edges seen so far ending after p: k minus those ending at or
 			// before p.
@@ -224,4 +394,60 @@ func (g *graph) crossings() int {
 		}
 	}
 	return total
+}
+
+// sift moves each item, one at a time, to the place in its rank (within its
+// component's band) where it crosses the fewest edges of the others, while
+// that helps (Matuszewski et al.'s sifting, one rank at a time).
+func (g *graph) sift() {
+	var band []int
+	for improved, passes := true, 0; improved && passes < 8 && !g.busy(); passes++ {
+		improved = false
+		for _, layer := range g.layers {
+			for lo := 0; lo < len(layer) && !g.busy(); {
+				hi := lo + 1
+				for hi < len(layer) && g.items[layer[hi]].comp == g.items[layer[lo]].comp {
+					hi++
+				}
+				band = append(band[:0], layer[lo:hi]...)
+				for _, u := range band {
+					if g.siftItem(layer[lo:hi], u, lo) {
+						improved = true
+					}
+				}
+				lo = hi
+			}
+		}
+	}
+}
+
+// siftItem moves u to its best place in band (which starts at layer
+// position lo) and reports whether that cut crossings.
+func (g *graph) siftItem(band []int, u, lo int) bool {
+	// Walk u from the front of the band to the back: passing v changes the
+	// crossings by pairCrossings(v, u) - pairCrossings(u, v).
+	cost, best, bestAt, cur := 0, 0, 0, 0
+	at := 0
+	for _, v := range band {
+		if v == u {
+			cur = cost
+			continue
+		}
+		cost += g.pairCrossings(v, u) - g.pairCrossings(u, v)
+		at++
+		if cost < best {
+			best, bestAt = cost, at
+		}
+	}
+	if best >= cur {
+		return false
+	}
+	from := g.pos[u] - lo
+	copy(band[from:], band[from+1:])
+	copy(band[bestAt+1:], band[bestAt:len(band)-1])
+	band[bestAt] = u
+	for p, v := range band {
+		g.pos[v] = lo + p
+	}
+	return true
 }
