@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"math"
 	"slices"
 )
 
@@ -16,13 +17,16 @@ const (
 )
 
 // Passes of the coordinate assignment: squared lengths first (each item
-// settles between its neighbours), then absolute lengths (which make the
-// edges that can be straight straight).
-// coordWork bounds the passes by items and edges visited.
+// settles between its neighbours) until no item moves by more than settled
+// px, then absolute lengths (which make the edges that can be straight
+// straight) until none moves. coordWork bounds both by the items, edges
+// and pooled targets visited: every pass leaves a valid drawing, and on a
+// huge graph the later ones only polish it.
 const (
-	passesSquared  = 24
-	passesAbsolute = 16
-	coordWork      = 1 << 20
+	maxPassesSquared  = 400
+	maxPassesAbsolute = 100
+	settled           = 1e-3
+	coordWork         = 8 << 20
 )
 
 // coordinates places the ranks along the rank axis and the items across it.
@@ -41,8 +45,9 @@ func (g *graph) coordinates(o Options) {
 	// Start packed, each rank centred on 0.
 	g.x = make([]float64, len(g.items))
 	off := make([][]float64, len(g.layers))
+	nodeSep := o.NodeSep
 	for r, l := range g.layers {
-		off[r] = g.offsets(l, o.NodeSep)
+		off[r] = g.offsets(l, nodeSep)
 		if len(l) == 0 {
 			continue
 		}
@@ -51,32 +56,145 @@ func (g *graph) coordinates(o Options) {
 			g.x[i] = off[r][p] - mid
 		}
 	}
-	// Huge graphs get fewer passes: every pass leaves a valid drawing, and
-	// the later ones only polish it.
 	size := len(g.items)
 	for _, it := range g.items {
 		size += len(it.down)
 	}
-	squared, absolute := passesSquared, passesAbsolute
-	if size*(squared+absolute) > coordWork {
-		squared = max(2, coordWork/size*3/5)
-		absolute = max(2, coordWork/size*2/5)
-	}
 	var s solver
-	for pass := range squared + absolute {
-		if s.work > coordWork*8 {
-			break // pooling huge ranks over and over: the drawing is good enough
-		}
-		absolute := pass >= squared
-		if pass%2 == 0 {
-			for r := range g.layers {
-				g.place(r, off[r], absolute, &s)
+	for _, phase := range []struct {
+		absolute  bool
+		maxPasses int
+		settled   float64
+	}{{false, maxPassesSquared, settled}, {true, maxPassesAbsolute, 0}} {
+		for pass := 0; pass < phase.maxPasses; pass++ {
+			moved := 0.0
+			if pass%2 == 0 {
+				for r := range g.layers {
+					moved = max(moved, g.place(r, off[r], phase.absolute, &s))
+				}
+			} else {
+				for r := len(g.layers) - 1; r >= 0; r-- {
+					moved = max(moved, g.place(r, off[r], phase.absolute, &s))
+				}
 			}
-		} else {
-			for r := len(g.layers) - 1; r >= 0; r-- {
-				g.place(r, off[r], absolute, &s)
+			s.work += size
+			if moved <= phase.settled || s.work > coordWork {
+				break
 			}
 		}
+	}
+	g.straighten(nodeSep)
+}
+
+// straighten puts each path of items linked one to one (a chain of steps,
+// or a long edge's lane) on one line where its ranks have room for it, at
+// no more cost in weighted absolute edge length than it had. Absolute
+// lengths do not care where along a path the bends are, and left to
+// themselves leave a staircase; a person sees a straight run and a bend
+// where the path branches.
+func (g *graph) straighten(nodeSep float64) {
+	for _, path := range g.paths() {
+		g.straightenPath(path, nodeSep)
+	}
+}
+
+// paths returns the maximal runs of two or more items in which each item
+// has exactly one neighbour down and the next has exactly one up, longest
+// first (ties in rank order).
+func (g *graph) paths() [][]int {
+	var paths [][]int
+	oneToOne := func(u int) bool {
+		d := g.items[u].down
+		return len(d) == 1 && len(g.items[d[0]].up) == 1
+	}
+	for _, l := range g.layers {
+		for _, u := range l {
+			up := g.items[u].up
+			if len(up) == 1 && oneToOne(up[0]) {
+				continue // not the head of its run
+			}
+			if !oneToOne(u) {
+				continue
+			}
+			path := []int{u}
+			for oneToOne(u) {
+				u = g.items[u].down[0]
+				path = append(path, u)
+			}
+			paths = append(paths, path)
+		}
+	}
+	slices.SortStableFunc(paths, func(a, b []int) int { return len(b) - len(a) })
+	return paths
+}
+
+func (g *graph) straightenPath(path []int, nodeSep float64) {
+	head, tail := path[0], path[len(path)-1]
+	// cost is the weighted length of the path's edges with it at y, and
+	// now its length as it is.
+	cost := func(y float64) float64 {
+		c := 0.0
+		for _, v := range g.items[head].up {
+			c += g.weight(head, v) * math.Abs(y-g.x[v])
+		}
+		for _, v := range g.items[tail].down {
+			c += g.weight(tail, v) * math.Abs(y-g.x[v])
+		}
+		return c
+	}
+	now := 0.0
+	for _, v := range g.items[head].up {
+		now += g.weight(head, v) * math.Abs(g.x[head]-g.x[v])
+	}
+	for k := 1; k < len(path); k++ {
+		now += g.weight(path[k-1], path[k]) * math.Abs(g.x[path[k]]-g.x[path[k-1]])
+	}
+	for _, v := range g.items[tail].down {
+		now += g.weight(tail, v) * math.Abs(g.x[tail]-g.x[v])
+	}
+	// Every y where the path fits between its neighbours in all its ranks.
+	lo, hi := math.Inf(-1), math.Inf(1)
+	for _, i := range path {
+		l := g.layers[g.items[i].rank]
+		p := g.pos[i]
+		if p > 0 {
+			v := l[p-1]
+			lo = max(lo, g.x[v]+g.items[v].across/2+nodeSep+g.items[i].across/2)
+		}
+		if p+1 < len(l) {
+			v := l[p+1]
+			hi = min(hi, g.x[v]-g.items[v].across/2-nodeSep-g.items[i].across/2)
+		}
+	}
+	// The cost is piecewise linear in y, so its least is at a neighbour's
+	// y or at the end of the room; the path's own ys are as good a place
+	// as any.
+	var candidates []float64
+	for _, v := range g.items[head].up {
+		candidates = append(candidates, g.x[v])
+	}
+	for _, v := range g.items[tail].down {
+		candidates = append(candidates, g.x[v])
+	}
+	for _, i := range path {
+		candidates = append(candidates, g.x[i])
+	}
+	candidates = append(candidates, lo, hi)
+	best, bestCost := math.NaN(), math.Inf(1)
+	const tol = 1e-9
+	for _, y := range candidates {
+		if y < lo-tol || y > hi+tol || math.IsInf(y, 0) {
+			continue
+		}
+		if c := cost(y); c < bestCost-tol {
+			best, bestCost = y, c
+		}
+	}
+	if math.IsNaN(best) || bestCost > now+tol*(1+now) {
+		return
+	}
+	for _, i := range path {
+		g.x[i] = best
 	}
 }
 
@@ -102,13 +220,13 @@ func (g *graph) weight(u, v int) float64 {
 
 // place moves rank r's items to minimise the weighted lengths (squared or
 // absolute) of their edges to both neighbouring ranks, keeping their order
-// and gaps. With y_p = x_p - off[p] the gaps become y_p <= y_{p+1}, so this
+// and gaps, and returns how far the furthest item moved. With y_p = x_p - off[p] the gaps become y_p <= y_{p+1}, so this
 // is an isotonic regression, which pool-adjacent-violators solves exactly.
-func (g *graph) place(r int, off []float64, absolute bool, s *solver) {
+func (g *graph) place(r int, off []float64, absolute bool, s *solver) float64 {
 	l := g.layers[r]
 	s.reset(absolute)
 	for p, i := range l {
-		s.push()
+		s.push(g.x[i] - off[p])
 		n := 0
 		for _, nb := range [][]int{g.items[i].up, g.items[i].down} {
 			for _, v := range nb {
@@ -121,9 +239,12 @@ func (g *graph) place(r int, off []float64, absolute bool, s *solver) {
 		}
 		s.merge()
 	}
+	moved := 0.0
 	for p, y := range s.solution(len(l)) {
+		moved = max(moved, math.Abs(g.x[l[p]]-(y+off[p])))
 		g.x[l[p]] = y + off[p]
 	}
+	return moved
 }
 
 // target is a point an item wants to be at, with its weight.
@@ -135,6 +256,7 @@ type block struct {
 	targets []target
 	sumW    float64
 	sumWAt  float64
+	sumNow  float64 // of the items' current y
 	y       float64
 }
 
@@ -144,7 +266,7 @@ type solver struct {
 	absolute bool
 	blocks   []block
 	scratch  []target
-	work     int // targets merged, see coordWork
+	work     int // items, edges and targets visited, see coordWork
 }
 
 func (s *solver) reset(absolute bool) {
@@ -152,14 +274,14 @@ func (s *solver) reset(absolute bool) {
 	s.blocks = s.blocks[:0]
 }
 
-func (s *solver) push() {
+func (s *solver) push(now float64) {
 	if len(s.blocks) < cap(s.blocks) {
 		s.blocks = s.blocks[:len(s.blocks)+1]
 		b := &s.blocks[len(s.blocks)-1]
-		b.n, b.targets, b.sumW, b.sumWAt = 1, b.targets[:0], 0, 0
+		b.n, b.targets, b.sumW, b.sumWAt, b.sumNow = 1, b.targets[:0], 0, 0, now
 		return
 	}
-	s.blocks = append(s.blocks, block{n: 1})
+	s.blocks = append(s.blocks, block{n: 1, sumNow: now})
 }
 
 func (s *solver) add(at, w float64) {
@@ -193,6 +315,7 @@ func (s *solver) merge() {
 		}
 		a.sumW += b.sumW
 		a.sumWAt += b.sumWAt
+		a.sumNow += b.sumNow
 		a.y = s.fit(a)
 		s.blocks = s.blocks[:len(s.blocks)-1]
 	}
@@ -226,12 +349,28 @@ func (s *solver) fit(b *block) float64 {
 		cum += t.w
 		if cum >= half-eps*b.sumW {
 			if cum <= half+eps*b.sumW && k+1 < len(b.targets) {
-				return (t.at + b.targets[k+1].at) / 2
+				return inInterval(t.at, b.targets[k+1].at, b.sumNow/float64(b.n))
 			}
 			return t.at
 		}
 	}
 	return b.targets[len(b.targets)-1].at
+}
+
+// inInterval picks a y in [lo, hi], where every y is as good: the end
+// nearer to where the items are now, so that an edge that is straight
+// stays straight and one that nearly is becomes so; the middle if they are
+// as near to both, so that a node between two symmetric neighbours stays
+// between them.
+func inInterval(lo, hi, now float64) float64 {
+	const tie = 1e-6
+	switch dlo, dhi := math.Abs(now-lo), math.Abs(now-hi); {
+	case math.Abs(dlo-dhi) <= tie*(1+dlo+dhi):
+		return (lo + hi) / 2
+	case dlo < dhi:
+		return lo
+	}
+	return hi
 }
 
 func (s *solver) solution(n int) []float64 {

@@ -22,7 +22,9 @@
 //     between its neighbours, then absolute, which pulls edges straight),
 //     subject to the nodes keeping their order and at least
 //     [Options.NodeSep] apart. Each rank is solved exactly by pool-adjacent-
-//     violators regression, so boxes never overlap.
+//     violators regression, so boxes never overlap. Last, every run of
+//     one-to-one links (a chain of steps, a long edge's lane) is put on one
+//     line where its ranks have room, so its bends gather where it branches.
 //
 // Edges leave their source from the middle of its far side (right, or bottom)
 // and enter their target in the middle of its near side (left, or top). A

@@ -327,3 +327,54 @@ func TestZeroSizeNodes(t *testing.T) {
 	}
 	checkDrawing(t, nodes, edges, Options{}, res)
 }
+
+// Parallel branches between a fork and a join are straight lines, and so is
+// a long edge through the ranks it spans: the coordinates keep edges
+// straight where they can.
+func TestStraightWhereItCan(t *testing.T) {
+	nodes := []Node{box10("fork")}
+	var edges []Edge
+	for b := range 4 {
+		prev := "fork"
+		for i := range 8 {
+			id := fmt.Sprintf("b%d_%d", b, i)
+			nodes = append(nodes, box10(id))
+			edges = append(edges, Edge{prev, id})
+			prev = id
+		}
+		edges = append(edges, Edge{prev, "join"})
+	}
+	nodes = append(nodes, box10("join"), box10("late"))
+	edges = append(edges, Edge{"fork", "late"}, Edge{"late", "join"})
+	res, err := Layout(nodes, edges, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDrawing(t, nodes, edges, Options{}, res)
+	if res.Crossings != 0 {
+		t.Errorf("Crossings = %d", res.Crossings)
+	}
+	for _, r := range res.Edges {
+		if r.From == "fork" || r.To == "join" {
+			continue
+		}
+		if len(r.Points) != 2 || r.Points[0].Y != r.Points[1].Y {
+			t.Errorf("%s -> %s is not straight: %v", r.From, r.To, r.Points)
+		}
+	}
+	// late ranks right after fork, and late -> join runs through seven
+	// ranks in a lane on late's line, bending only into join.
+	long := res.Edges[len(edges)-1]
+	if n := len(long.Points); n != 2+2*7 {
+		t.Errorf("late -> join has %d points, want out of late, two in each of seven lanes, into join", n)
+	}
+	for _, p := range long.Points[:len(long.Points)-1] {
+		if p.Y != placed(res, "late").Center.Y {
+			t.Errorf("late -> join bends before join: %v", long.Points)
+			break
+		}
+	}
+	if r := placed(res, "late").Rank; r != 1 {
+		t.Errorf("late has rank %d, want 1", r)
+	}
+}
