@@ -18,15 +18,15 @@ const (
 
 // Passes of the coordinate assignment: squared lengths first (each item
 // settles between its neighbours) until no item moves by more than settled
-// px, then absolute lengths (which make the edges that can be straight
+// px (a hundredth of a pixel: what is left the absolute phase snaps), then absolute lengths (which make the edges that can be straight
 // straight) until none moves. coordWork bounds both by the items, edges
 // and pooled targets visited: every pass leaves a valid drawing, and on a
 // huge graph the later ones only polish it.
 const (
 	maxPassesSquared  = 400
 	maxPassesAbsolute = 100
-	settled           = 1e-3
-	coordWork         = 8 << 20
+	settled           = 1e-2
+	coordWork         = 1 << 20
 )
 
 // coordinates places the ranks along the rank axis and the items across it.

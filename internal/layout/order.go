@@ -7,8 +7,9 @@ import (
 
 // maxSweeps bounds the crossing reduction; sweeps stop earlier when
 // stalled sweeps in a row bring no better ordering, or when the graph's
-// work (roughly, edge pairs compared) passes workBudget, which keeps a
-// layout of a pathological graph to a fraction of a second.
+// work (roughly, edge pairs compared) passes workBudget, which bounds what a
+// dense graph, with thousands of virtual items per rank, can cost. The work
+// is counted, not timed, so the same input still gives the same output.
 const (
 	maxSweeps  = 32
 	stalled    = 6

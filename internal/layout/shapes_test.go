@@ -378,3 +378,54 @@ func TestStraightWhereItCan(t *testing.T) {
 		t.Errorf("late has rank %d, want 1", r)
 	}
 }
+
+// complete is the DAG with an edge from every step to every later one.
+func complete(n int) ([]Node, []Edge) {
+	var nodes []Node
+	var edges []Edge
+	for i := range n {
+		nodes = append(nodes, Node{ID: fmt.Sprint("c", i), Width: 50, Height: 20})
+		for j := range i {
+			edges = append(edges, Edge{nodes[j].ID, nodes[i].ID})
+		}
+	}
+	return nodes, edges
+}
+
+// A dense graph (the complete DAG of 30 steps: 435 edges, thousands of
+// virtual items) still gets a valid drawing, in bounded time: the work
+// budget cuts the crossing reduction short.
+func TestDenseGraph(t *testing.T) {
+	nodes, edges := complete(30)
+	start := time.Now()
+	res, err := Layout(nodes, edges, Options{})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDrawing(t, nodes, edges, Options{}, res)
+	base, err := layout(nodes, edges, Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d crossings (%d in input order) in %v", res.Crossings, base.Crossings, took)
+	if res.Crossings >= base.Crossings {
+		t.Errorf("%d crossings, no fewer than the input order's %d", res.Crossings, base.Crossings)
+	}
+	bound := 2 * time.Second
+	if raceDetector {
+		bound *= 10
+	}
+	if took > bound {
+		t.Errorf("took %v, want under %v", took, bound)
+	}
+}
+
+func BenchmarkLayoutComplete30(b *testing.B) {
+	nodes, edges := complete(30)
+	for b.Loop() {
+		if _, err := Layout(nodes, edges, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
