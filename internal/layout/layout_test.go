@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,6 +233,39 @@ func TestCycleNamesANodeOnIt(t *testing.T) {
 	for _, id := range []string{last, parent} {
 		if !strings.Contains(err.Error(), `"`+id+`"`) && !strings.Contains(err.Error(), " "+id+" ") {
 			t.Errorf("err = %q does not name %s", err, id)
+		}
+	}
+}
+
+// The order workflow as workflows/order.yaml declares it, where ship also
+// needs reserve: that edge skips a rank, runs straight through a lane
+// between notify and points, and crosses nothing.
+func TestOrderWorkflowWithNeeds(t *testing.T) {
+	edges := append(slices.Clone(orderEdges), Edge{"reserve", "ship"})
+	for _, o := range []Options{{}, {TopToBottom: true}} {
+		res, err := Layout(orderNodes, edges, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDrawing(t, orderNodes, edges, o, res)
+		if res.Crossings != 0 {
+			t.Errorf("Crossings = %d, want 0", res.Crossings)
+		}
+		want := map[string]int{"reserve": 0, "notify": 1, "points": 1, "ship": 2}
+		if diff := cmp.Diff(want, ranksOf(res)); diff != "" {
+			t.Errorf("ranks (-want +got):\n%s", diff)
+		}
+		oo, _ := o.withDefaults()
+		line := across(placed(res, "reserve").Center, oo)
+		for _, p := range res.Edges[4].Points {
+			if math.Abs(across(p, oo)-line) > eps {
+				t.Errorf("reserve -> ship leaves reserve's line: %v", res.Edges[4].Points)
+				break
+			}
+		}
+		n, p := across(placed(res, "notify").Center, oo), across(placed(res, "points").Center, oo)
+		if !(min(n, p) < line && line < max(n, p)) {
+			t.Errorf("the lane at %v is not between notify (%v) and points (%v)", line, n, p)
 		}
 	}
 }

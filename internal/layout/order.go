@@ -22,8 +22,12 @@ func (g *graph) busy() bool { return g.work > workBudget }
 // returns the number of crossings of the ordering it keeps.
 func (g *graph) order(optimise bool) int {
 	best := g.crossings()
-	if !optimise || best == 0 {
+	if !optimise {
 		return best
+	}
+	if best == 0 {
+		g.balance()
+		return 0
 	}
 	bestLayers := g.snapshot()
 	// Sweeps only find a local optimum near where they start, so they start
@@ -46,6 +50,7 @@ func (g *graph) order(optimise bool) int {
 			}
 			if best == 0 {
 				g.restore(bestLayers)
+				g.balance()
 				return 0
 			}
 		}
@@ -54,10 +59,52 @@ func (g *graph) order(optimise bool) int {
 	// Sifting moves single items further than sweeps and swaps do.
 	g.sift()
 	if c := g.crossings(); c < best {
+		best = c
+	} else {
+		g.restore(bestLayers)
+	}
+	g.balance()
+	return best
+}
+
+// balance makes the swaps of neighbours in a rank that change no crossing
+// but bring items closer to the middle of their neighbours' ranks, heavier
+// edges first (see weight): where several orders cross as little, the one
+// that can be drawn straight and symmetric wins. A long edge from a fork
+// runs through the middle of the fork's branches, not around the last one.
+func (g *graph) balance() {
+	// cost is the weighted squared distance from item i, were it at
+	// position p, to its neighbours, each rank's positions centred on 0.
+	centred := func(i, p int) float64 { return float64(p) - float64(len(g.layers[g.items[i].rank])-1)/2 }
+	cost := func(i, p int) float64 {
+		c := 0.0
+		at := centred(i, p)
+		for _, nb := range [][]int{g.items[i].up, g.items[i].down} {
+			for _, v := range nb {
+				d := at - centred(v, g.pos[v])
+				c += g.weight(i, v) * d * d
+			}
+		}
 		return c
 	}
-	g.restore(bestLayers)
-	return best
+	for improved, passes := true, 0; improved && passes < 8 && !g.busy(); passes++ {
+		improved = false
+		for _, layer := range g.layers {
+			g.work += len(layer)
+			for p := 0; p+1 < len(layer); p++ {
+				u, v := layer[p], layer[p+1]
+				if g.items[u].comp != g.items[v].comp || g.pairCrossings(u, v) != g.pairCrossings(v, u) {
+					continue
+				}
+				const tol = 1e-9
+				if cost(u, p+1)+cost(v, p) < cost(u, p)+cost(v, p+1)-tol {
+					layer[p], layer[p+1] = v, u
+					g.pos[u], g.pos[v] = p+1, p
+					improved = true
+				}
+			}
+		}
+	}
 }
 
 // depthFirst is the order in which a depth-first walk from the sources, in
