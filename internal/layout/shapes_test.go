@@ -69,12 +69,13 @@ func isSource(id string, edges []Edge) bool {
 // Laying out 256 steps takes far less than the 100 ms the dashboard can
 // spend on a page; BenchmarkLayout256 has the real figure. The bound is
 // generous and the best of five runs counts, so load on a shared machine
-// does not fail it; the race detector's slowdown gets ten times more.
+// does not fail it; the race detector, which slows this code twenty to
+// thirty times, gets twenty-five times more.
 func TestLayout256StepsIsFast(t *testing.T) {
 	nodes, edges := grid(16, 16, 1)
 	bound := 100 * time.Millisecond
 	if raceDetector {
-		bound *= 10
+		bound *= 25
 	}
 	best := time.Hour
 	for range 5 {
