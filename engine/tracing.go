@@ -142,11 +142,6 @@ func (t *tracer) stepSpan(workflow, step, queue string, compensation bool) *step
 	return ss
 }
 
-// attemptAttrs is how many attributes an attempt adds to its step's:
-// the task id, the run id, the attempt and, from the second, the
-// previous attempt.
-const attemptAttrs = 4
-
 // attrBufs holds the buffers in which attempts put their spans'
 // attributes for the SDK to copy.
 var attrBufs = sync.Pool{New: func() any {
