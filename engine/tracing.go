@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -83,15 +85,19 @@ type tracer struct {
 	mu   sync.Mutex
 	prev map[string]trace.SpanContext // task id of a failed attempt -> its span
 
-	stepsMu sync.RWMutex
-	steps   map[stepSpanKey]*stepSpan
+	// steps is read on every attempt without a lock (a map never
+	// changed once stored) and copied, under stepsMu, to add a step.
+	stepsMu sync.Mutex
+	steps   atomic.Pointer[map[stepSpanKey]*stepSpan]
 }
 
 func newTracer(tp trace.TracerProvider, node string) *tracer {
 	if tp == nil {
 		return nil
 	}
-	return &tracer{t: tp.Tracer(tracerName), node: node, prev: map[string]trace.SpanContext{}, steps: map[stepSpanKey]*stepSpan{}}
+	t := &tracer{t: tp.Tracer(tracerName), node: node, prev: map[string]trace.SpanContext{}}
+	t.steps.Store(&map[stepSpanKey]*stepSpan{})
+	return t
 }
 
 // stepSpanKey names what the spans of a step's attempts share.
@@ -111,17 +117,14 @@ type stepSpan struct {
 // stepSpan returns the shared part of the spans of a step's attempts.
 func (t *tracer) stepSpan(workflow, step, queue string, compensation bool) *stepSpan {
 	k := stepSpanKey{workflow: workflow, step: step, queue: queue, compensation: compensation}
-	t.stepsMu.RLock()
-	ss := t.steps[k]
-	t.stepsMu.RUnlock()
-	if ss != nil {
+	if ss := (*t.steps.Load())[k]; ss != nil {
 		return ss
 	}
 	verb, op := "dagflow.step ", "run"
 	if compensation {
 		verb, op = "dagflow.compensate ", "compensate"
 	}
-	ss = &stepSpan{
+	ss := &stepSpan{
 		name: verb + workflow + "/" + step,
 		// Nine: with an attempt's three, the SDK's attribute array of a
 		// first attempt, rounded up by the allocator, has room for the
@@ -134,11 +137,17 @@ func (t *tracer) stepSpan(workflow, step, queue string, compensation bool) *step
 		},
 	}
 	t.stepsMu.Lock()
-	if len(t.steps) >= maxStepSpans {
-		clear(t.steps)
+	defer t.stepsMu.Unlock()
+	old := *t.steps.Load()
+	if prev := old[k]; prev != nil {
+		return prev
 	}
-	t.steps[k] = ss
-	t.stepsMu.Unlock()
+	next := make(map[stepSpanKey]*stepSpan, len(old)+1)
+	if len(old) < maxStepSpans {
+		maps.Copy(next, old)
+	}
+	next[k] = ss
+	t.steps.Store(&next)
 	return ss
 }
 
