@@ -29,9 +29,9 @@ import (
 //     <workflow>/<step>" ("dagflow.compensate <workflow>/<step>" for a
 //     compensation), child of the trigger span, with the run id, step,
 //     attempt, queue, node and outcome, and the messaging attributes
-//     that apply (system "dagflow", operation type "process", the queue
-//     as destination, the task id as message id). The handler's context
-//     carries it.
+//     that apply (system "dagflow", operation type "process", operation
+//     name "run" or "compensate", the queue as destination, the task id
+//     as message id). The handler's context carries it.
 //   - Each completion transaction of the committers (the group commit of
 //     successes and skips, of many runs at once) is a span,
 //     "dagflow.commit", in a trace of its own, linked to the attempts it
