@@ -348,7 +348,9 @@ func parseTraceparent(tp, ts string) (sc trace.SpanContext, ok bool) {
 		return trace.SpanContext{}, false
 	}
 	var flags [1]byte
-	if !unhex(flags[:], tp[53:55]) {
+	// Version 00 defines the sampled (01) and random (02) bits; a flags
+	// byte with others set is left to the propagator, which refuses it.
+	if !unhex(flags[:], tp[53:55]) || flags[0] > 0x03 {
 		return trace.SpanContext{}, false
 	}
 	cfg.TraceFlags = trace.TraceFlags(flags[0])
@@ -488,10 +490,18 @@ func (t *tracer) lost(ctx context.Context, a persistence.Attempt, now time.Time)
 	if a.FinishedAt != nil {
 		end = *a.FinishedAt
 	}
+	// The step's shared attributes name this node; the lost attempt ran on
+	// another (recorded_by names this one). Rare: a copy is fine here.
+	attrs := make([]attribute.KeyValue, 0, len(at.step.attrs)+6)
+	for _, kv := range at.step.attrs {
+		if kv.Key != keyNode {
+			attrs = append(attrs, kv)
+		}
+	}
+	attrs = append(attrs, semconv.MessagingMessageID(at.taskID), keyRunID.String(at.runID),
+		keyAttempt.Int(a.Attempt), keyNode.String(a.Worker), keyOutcome.String("lost"), keyRecordedBy.String(t.node))
 	_, span := t.t.Start(trace.ContextWithRemoteSpanContext(context.Background(), at.parent), at.step.name, consumerKind, trace.WithTimestamp(a.StartedAt),
-		trace.WithAttributes(at.step.attrs...),
-		trace.WithAttributes(semconv.MessagingMessageID(at.taskID), keyRunID.String(at.runID),
-			keyAttempt.Int(a.Attempt), keyNode.String(a.Worker), keyOutcome.String("lost"), keyRecordedBy.String(t.node)))
+		trace.WithAttributes(attrs...))
 	span.SetStatus(codes.Error, "the attempt lost its worker")
 	span.End(trace.WithTimestamp(end))
 	at.span.AddLink(trace.Link{SpanContext: span.SpanContext(), Attributes: []attribute.KeyValue{keyPrevAttempt.Int(a.Attempt)}})

@@ -128,6 +128,11 @@ func TestParseTraceparent(t *testing.T) {
 		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", ""},
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g", ""},
+		// Reserved flag bits: the propagator refuses version 00 with any.
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02", ""},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-04", ""},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09", ""},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff", ""},
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01", ""},
 		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", ""},
 		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""},

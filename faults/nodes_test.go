@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -230,9 +232,18 @@ func TestNodeRegistryTakeover(t *testing.T) {
 // node returns its success, which the fence refuses: the store keeps the
 // new owner's result and records the frozen node's attempt as lost.
 func TestNodeTimeoutFrozenNodeFenced(t *testing.T) {
-	c := newCluster(t, clusterOptions{Configure: registryConfig})
+	// The step's lease is extended every 30s here, not 2s: a beat due
+	// during the freeze would run first on the thaw, be refused and abort
+	// the attempt, and the completion would never reach StepComplete's
+	// fence, which is what this test is about. The handler sleeps 3s
+	// after its "hold" event, so that the freeze surely lands inside it
+	// on a loaded machine; that time has passed by the thaw.
+	c := newCluster(t, clusterOptions{Configure: func(c *childConfig) {
+		registryConfig(c)
+		c.Heartbeat = 30 * time.Second
+	}})
 	ws := c.start(3, nil)
-	id := c.trigger(wfChain, plan{N: 22, Hold: map[string][]int{"b": {1}}, HoldSleep: true, HoldSleepMS: 200})
+	id := c.trigger(wfChain, plan{N: 22, Hold: map[string][]int{"b": {1}}, HoldSleep: true, HoldSleepMS: 3000})
 	ev := c.waitEvent(30*time.Second, "hold", id, "b", "step", "1")
 	zombie := ev.Worker
 	zombie.signal(t, syscall.SIGSTOP)
@@ -253,6 +264,9 @@ func TestNodeTimeoutFrozenNodeFenced(t *testing.T) {
 	stats := c.stop(zombie, 30*time.Second)
 	if stats.StaleCompletions < 1 {
 		t.Errorf("frozen worker's StaleCompletions = %d, want >= 1 (stats %+v)", stats.StaleCompletions, stats)
+	}
+	if log, _ := os.ReadFile(zombie.log); !strings.Contains(string(log), "stale completion refused") {
+		t.Errorf("the thawed worker's success was not refused by the completion's fence (its log has no \"stale completion refused\"):\n%s", log)
 	}
 	runs := checkInvariants(t, c, []string{id}, 30*time.Second)
 	if got := runs[id].Status; got != persistence.RunSucceeded {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -35,7 +36,12 @@ const (
 	envOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	envTracesExporter     = "OTEL_TRACES_EXPORTER"
 	envSDKDisabled        = "OTEL_SDK_DISABLED"
+	envOTLPProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envOTLPTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
+
+// otlpProtocol is the one OTLP protocol the node speaks.
+const otlpProtocol = "http/protobuf"
 
 // otlpTracesPath is the OTLP/HTTP path of traces, added to an endpoint
 // given without a path (as OTEL_EXPORTER_OTLP_ENDPOINT is).
@@ -63,25 +69,44 @@ func openTracing(ctx context.Context, flag string) (*tracing, error) {
 			return nil, nil
 		}
 	}
-	var opts []otlptracehttp.Option
-	endpoint := os.Getenv(envOTLPTracesEndpoint)
-	if endpoint == "" && os.Getenv(envOTLPEndpoint) != "" {
-		endpoint = strings.TrimSuffix(os.Getenv(envOTLPEndpoint), "/") + otlpTracesPath
+	for _, k := range []string{envOTLPTracesProtocol, envOTLPProtocol} {
+		if p := os.Getenv(k); p != "" && p != otlpProtocol {
+			return nil, fmt.Errorf("tracing: %s=%q: dagflow exports traces over OTLP/HTTP only (%s)", k, p, otlpProtocol)
+		}
 	}
-	if flag != "" {
-		u, err := url.Parse(flag)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usagef("--otlp-endpoint %q: want an http:// or https:// URL, such as http://localhost:4318", flag)
+	var opts []otlptracehttp.Option
+	var endpoint *url.URL
+	switch {
+	case flag != "":
+		u, err := checkEndpoint(flag)
+		if err != nil {
+			return nil, usagef("--otlp-endpoint: %v", err)
 		}
 		if u.Path == "" || u.Path == "/" {
 			u.Path = otlpTracesPath
 		}
-		endpoint = u.String()
-		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
+		endpoint = u
+		opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+	case os.Getenv(envOTLPTracesEndpoint) != "":
+		u, err := checkEndpoint(os.Getenv(envOTLPTracesEndpoint))
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %s: %w", envOTLPTracesEndpoint, err)
+		}
+		endpoint = u
+	default:
+		u, err := checkEndpoint(os.Getenv(envOTLPEndpoint))
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %s: %w", envOTLPEndpoint, err)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + otlpTracesPath
+		endpoint = u
 	}
+	// What the banner and the logs show: no query, which may hold a token.
+	shown := *endpoint
+	shown.RawQuery, shown.ForceQuery = "", false
 	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", endpoint, err)
+		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", shown.String(), err)
 	}
 	// The service name is "dagflow" unless OTEL_SERVICE_NAME or
 	// OTEL_RESOURCE_ATTRIBUTES say otherwise (detectors later in the
@@ -98,7 +123,22 @@ func openTracing(ctx context.Context, flag string) (*tracing, error) {
 	// The sampler is the SDK's default, which reads OTEL_TRACES_SAMPLER
 	// and OTEL_TRACES_SAMPLER_ARG (parent-based, always on, when unset).
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &tracing{tp: tp, endpoint: endpoint}, nil
+	return &tracing{tp: tp, endpoint: shown.String()}, nil
+}
+
+// checkEndpoint reads a collector URL: http or https with a host, and no
+// user or password, which the exporter would not send (credentials go in
+// OTEL_EXPORTER_OTLP_HEADERS) and which must not reach a banner or a log.
+// Its errors never repeat the URL, which may hold a secret.
+func checkEndpoint(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("want an http:// or https:// URL with a host, such as http://localhost:4318")
+	}
+	if u.User != nil {
+		return nil, errors.New("a user or password in the URL is not sent to the collector: put the credentials in OTEL_EXPORTER_OTLP_HEADERS (Authorization=...)")
+	}
+	return u, nil
 }
 
 // provider is the engine's TracerProvider: nil without tracing.
@@ -138,8 +178,14 @@ const otlpEndpointHelp = "export traces over OTLP/HTTP to this collector URL (ht
 // record logged with a span's context carries its trace_id and span_id.
 func nodeLogger(w io.Writer, level slog.Level, tr *tracing) *slog.Logger {
 	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
-	if tr != nil {
-		h = engine.TraceLogHandler(h)
+	if tr == nil {
+		return slog.New(h)
 	}
-	return slog.New(h)
+	logger := slog.New(engine.TraceLogHandler(h))
+	// The SDK reports failed exports to a process-wide handler, by default
+	// the standard log package: send them to the node's log instead.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing: exporting spans failed", "err", err)
+	}))
+	return logger
 }

@@ -279,10 +279,54 @@ func TestTracingConfiguration(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"localhost:4318", "ftp://collector", "http://"} {
-		code, _, errb := runCLI(t, ctx, "worker", "--otlp-endpoint", bad)
+	for _, bad := range []string{"localhost:4318", "ftp://collector", "http://", "http://user:s3cret@collector:4318"} {
+		code, out, errb := runCLI(t, ctx, "worker", "--otlp-endpoint", bad)
 		if code != 2 || !strings.Contains(errb, "--otlp-endpoint") {
 			t.Errorf("worker --otlp-endpoint %q: exit %d, stderr %q; want a usage error naming the flag", bad, code, errb)
 		}
+		if strings.Contains(out+errb, "s3cret") {
+			t.Errorf("worker --otlp-endpoint %q printed the password: %q %q", bad, out, errb)
+		}
+	}
+	// The environment's endpoints get the same checks, naming the
+	// variable; a password in one is refused, never printed; only
+	// OTLP/HTTP with protobuf is spoken.
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{envOTLPEndpoint: "collector:4318"}, envOTLPEndpoint},
+		{map[string]string{envOTLPTracesEndpoint: "ftp://collector/v1/traces"}, envOTLPTracesEndpoint},
+		{map[string]string{envOTLPEndpoint: "https://user:s3cret@collector:4318"}, "OTEL_EXPORTER_OTLP_HEADERS"},
+		{map[string]string{envOTLPEndpoint: "http://127.0.0.1:1", envOTLPProtocol: "grpc"}, envOTLPProtocol},
+		{map[string]string{envOTLPEndpoint: "http://127.0.0.1:1", envOTLPTracesProtocol: "http/json"}, envOTLPTracesProtocol},
+	} {
+		for _, k := range []string{envOTLPEndpoint, envOTLPTracesEndpoint, envOTLPProtocol, envOTLPTracesProtocol} {
+			t.Setenv(k, tc.env[k])
+		}
+		tr, err := openTracing(ctx, "")
+		if err == nil {
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			tr.tp.Shutdown(tctx)
+			cancel()
+			t.Errorf("env %v: tracing opened, want an error naming %s", tc.env, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("env %v: error %q, want it to name %s and not the password", tc.env, err, tc.want)
+		}
+	}
+	for _, k := range []string{envOTLPEndpoint, envOTLPTracesEndpoint, envOTLPProtocol, envOTLPTracesProtocol} {
+		t.Setenv(k, "")
+	}
+	// What the banner shows has no query (a token may be there).
+	t.Setenv(envOTLPTracesEndpoint, "http://127.0.0.1:1/v1/traces?api-key=k3y")
+	tr, err := openTracing(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.tp.Shutdown(ctx)
+	if d := tr.describe(); strings.Contains(d, "k3y") || !strings.Contains(d, "http://127.0.0.1:1/v1/traces") {
+		t.Errorf("banner %q: want the endpoint without its query", d)
 	}
 }
