@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/api/dashboard"
 	"github.com/dagflow/dagflow/engine"
 )
 
@@ -61,7 +62,20 @@ type Options struct {
 	// not part of the JSON API (nor of openapi.yaml). Default: no
 	// /metrics route.
 	Metrics http.Handler
+	// NoDashboard turns the web dashboard off: by default the handler
+	// serves it at "/" (package api/dashboard), under the same API keys
+	// (a login form exchanges a key for a session cookie) and the same
+	// keyless loopback mode as /v1.
+	NoDashboard bool
+	// Redact, when set, returns what the dashboard may show of a run's
+	// input or output, or a step's output (p says which), on every page
+	// and live update. Default: the value as it is. The JSON API is not
+	// redacted: a key that may read /v1 reads the payloads as stored.
+	Redact func(p Payload, data json.RawMessage) json.RawMessage
 }
+
+// Payload says which run input or output Options.Redact is given.
+type Payload = dashboard.Payload
 
 func (o Options) withDefaults(e *engine.Engine) Options {
 	if o.Logger == nil {
@@ -130,9 +144,21 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, redactPath(r.URL.Path), allow))
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
-	})
+	}
+	mux.HandleFunc("/", notFound)
+	if !o.NoDashboard {
+		dash, err := dashboard.New(s.dashboardConfig())
+		if err != nil {
+			// The templates are embedded and parsed by the tests: this
+			// is a build defect, not a runtime condition.
+			panic(err)
+		}
+		for _, p := range dashboard.Paths() {
+			mux.Handle(p, dash)
+		}
+	}
 	return s.logRequests(mux)
 }
 

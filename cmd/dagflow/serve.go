@@ -107,6 +107,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	served := srv.serve()
 	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())
+	fmt.Fprintf(stdout, "dagflow serve: dashboard on %s/%s\n", srv.url, srv.dashboardNote())
 	if ms != nil {
 		ms.serve(logger)
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s (no authentication)\n", ms.url)
@@ -211,6 +212,15 @@ func (s *apiServer) authNote() string {
 		return " (no API key needed until one is created: loopback, and the store holds none)"
 	}
 	return " (requests need an API key: Authorization: Bearer <key>)"
+}
+
+// dashboardNote says, after the dashboard's URL, whether it needs a
+// login.
+func (s *apiServer) dashboardNote() string {
+	if s.anonymous {
+		return " (no login needed until an API key is created)"
+	}
+	return " (log in with an API key)"
 }
 
 // serve serves the API until shutdown; the channel gets the error that
