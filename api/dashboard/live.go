@@ -222,13 +222,15 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) e
 	// The server's WriteTimeout must not cut a stream: each write pushes
 	// the deadline on.
 	extend := func() { rc.SetWriteDeadline(time.Now().Add(d.cfg.Heartbeat + 30*time.Second)) }
+	// Subscribed before the client sees the answer: no change it causes
+	// after that is missed.
+	sub := d.live.subscribe()
+	defer d.live.unsubscribe(sub)
 	extend()
 	fmt.Fprintf(w, "retry: 3000\n: connected\n\n")
 	if err := rc.Flush(); err != nil {
 		return nil
 	}
-	sub := d.live.subscribe()
-	defer d.live.unsubscribe(sub)
 	hb := time.NewTicker(d.cfg.Heartbeat)
 	defer hb.Stop()
 	for {
