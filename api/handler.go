@@ -106,14 +106,18 @@ type server struct {
 }
 
 // NewHandler returns the HTTP API of e: /v1 (JSON), /healthz, /readyz and
-// /openapi.yaml. Mount it in your own server:
+// /openapi.yaml, and the web dashboard at / (unless Options.NoDashboard;
+// see package api/dashboard). Mount it in your own server, and let its
+// shutdown end the dashboard's event streams (Handler.CloseStreams):
 //
-//	mux.Handle("/", api.NewHandler(e, api.Options{Logger: log}))
+//	h := api.NewHandler(e, api.Options{Logger: log})
+//	srv := &http.Server{Addr: ":8080", Handler: h, ReadHeaderTimeout: 5 * time.Second}
+//	srv.RegisterOnShutdown(h.CloseStreams)
 //
 // Every /v1 route needs a bearer API key (see CreateKey) of the scope that
 // Routes lists, unless Options.AllowAnonymous lets requests without one
 // in. Errors are RFC 9457 problem details (application/problem+json).
-func NewHandler(e *engine.Engine, o Options) http.Handler {
+func NewHandler(e *engine.Engine, o Options) *Handler {
 	o = o.withDefaults(e)
 	s := &server{
 		e:    e,
@@ -148,6 +152,7 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
 	}
 	mux.HandleFunc("/", notFound)
+	h := &Handler{}
 	if !o.NoDashboard {
 		dash, err := dashboard.New(s.dashboardConfig())
 		if err != nil {
@@ -158,8 +163,29 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 		for _, p := range dashboard.Paths() {
 			mux.Handle(p, dash)
 		}
+		h.dash = dash
 	}
-	return s.logRequests(mux)
+	h.h = s.logRequests(mux)
+	return h
+}
+
+// Handler is the handler NewHandler returns.
+type Handler struct {
+	h    http.Handler
+	dash *dashboard.Dashboard
+}
+
+// ServeHTTP serves a request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// CloseStreams ends the dashboard's open event streams (and refuses new
+// ones), which a graceful shutdown would otherwise wait for:
+//
+//	srv.RegisterOnShutdown(h.CloseStreams)
+func (h *Handler) CloseStreams() {
+	if h.dash != nil {
+		h.dash.CloseStreams()
+	}
 }
 
 // noRoute starts the detail of the 404 answer to a path the API does not

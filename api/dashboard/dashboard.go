@@ -187,6 +187,12 @@ func Paths() []string {
 		"/dead-letters", "/dead-letters/", "/schedules", "/schedules/", "/queues", "/nodes"}
 }
 
+// CloseStreams ends every open event stream, and refuses new ones: call
+// it when the server shuts down (http.Server.RegisterOnShutdown), whose
+// graceful shutdown would otherwise wait for the streams, which never end
+// by themselves. The pages' script falls back to polling.
+func (d *Dashboard) CloseStreams() { d.live.closeOnce.Do(func() { close(d.live.closed) }) }
+
 // ServeHTTP serves the dashboard.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()

@@ -66,6 +66,16 @@ func (d *Dashboard) funcs() template.FuncMap {
 	}
 }
 
+// shortID shortens a run id for a table: its first 8 and last 6
+// characters (a UUIDv7 starts with its time, alike for runs created
+// together).
+func shortID(id string) string {
+	if len(id) <= 16 {
+		return id
+	}
+	return id[:8] + "…" + id[len(id)-6:]
+}
+
 // fmtDuration formats a duration for a person: 850ms, 4.2s, 3m10s, 2h5m,
 // 3d4h.
 func fmtDuration(d time.Duration) string {

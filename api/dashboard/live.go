@@ -79,11 +79,16 @@ type detector struct {
 	casts   atomic.Int64
 	latest  time.Time
 	started bool
+	// closed ends every stream (CloseStreams): a server's graceful
+	// shutdown waits for open requests, and a stream never ends by
+	// itself.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 func newDetector(store persistence.Store, every time.Duration, log *slog.Logger) *detector {
 	feed, _ := store.(persistence.ChangeFeed)
-	return &detector{store: store, feed: feed, every: every, log: log, subs: map[*subscriber]struct{}{}}
+	return &detector{store: store, feed: feed, every: every, log: log, subs: map[*subscriber]struct{}{}, closed: make(chan struct{})}
 }
 
 // Stats returns the detector's counters.
@@ -212,6 +217,12 @@ func (s *subscriber) take() (change, bool) {
 // changed (or "all"), filtered to ?run= when the page shows one run, and
 // a heartbeat comment while nothing changes.
 func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) error {
+	select {
+	case <-d.live.closed:
+		http.Error(w, "dashboard: the server is shutting down", http.StatusServiceUnavailable)
+		return nil
+	default:
+	}
 	rc := http.NewResponseController(w)
 	run := r.URL.Query().Get("run")
 	h := w.Header()
@@ -236,6 +247,8 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) e
 	for {
 		select {
 		case <-r.Context().Done():
+			return nil
+		case <-d.live.closed:
 			return nil
 		case <-hb.C:
 			extend()

@@ -128,11 +128,15 @@ func (s *sampler) take(ctx context.Context, now time.Time) overviewData {
 		errs = append(errs, err.Error())
 	}
 	var done int64
+	var avg float64 // steps per second since each node started
 	for _, n := range nodes {
 		od.NodesTotal++
 		if n.Alive {
 			od.Nodes++
 			done += n.StepsDone
+			if up := n.HeartbeatAt.Sub(n.StartedAt).Seconds(); up > 1 {
+				avg += float64(n.StepsDone) / up
+			}
 		}
 	}
 	dead, err := e.DeadLetters(ctx, persistence.StepListDeadParams{Limit: deadCap})
@@ -152,6 +156,7 @@ func (s *sampler) take(ctx context.Context, now time.Time) overviewData {
 		}
 	}
 	s.mu.Lock()
+	od.StepsPerSec = avg // until there are two samples
 	if !s.stepsAt.IsZero() && done >= s.steps {
 		if dt := now.Sub(s.stepsAt).Seconds(); dt > 0 {
 			od.StepsPerSec = float64(done-s.steps) / dt

@@ -190,6 +190,8 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request, s *sess
 type deadRow struct {
 	persistence.StepRun
 	Workflow string
+	// Retryable: the run failed (a run that compensated cannot resume).
+	Retryable bool
 }
 
 func (d *Dashboard) deadLettersPage(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -200,14 +202,15 @@ func (d *Dashboard) deadLettersPage(w http.ResponseWriter, r *http.Request, s *s
 		return badFilter(err)
 	}
 	rows := make([]deadRow, len(page.Steps))
-	wf := map[string]string{}
+	runs := map[string]persistence.Run{}
 	for i, st := range page.Steps {
-		if _, ok := wf[st.RunID]; !ok {
-			if run, err := d.e.Store().RunGet(ctx, st.RunID); err == nil {
-				wf[st.RunID] = run.Workflow
+		run, ok := runs[st.RunID]
+		if !ok {
+			if r, err := d.e.Store().RunGet(ctx, st.RunID); err == nil {
+				run, runs[st.RunID] = r, r
 			}
 		}
-		rows[i] = deadRow{StepRun: st, Workflow: wf[st.RunID]}
+		rows[i] = deadRow{StepRun: st, Workflow: run.Workflow, Retryable: run.Status == persistence.RunFailed}
 	}
 	d.render(w, r, s, http.StatusOK, "deadletters", "Dead letters", map[string]any{
 		"Rows": rows, "Next": page.NextCursor, "Workflow": q.Get("workflow"), "Paged": q.Get("cursor") != "",

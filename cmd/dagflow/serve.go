@@ -175,16 +175,21 @@ func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options
 			"until a key is created with `dagflow apikeys create` (requests need keys within a second of it, no restart); "+
 			"a proxy or tunnel in front of this server lets whoever reaches it in without a key: create a key first", "listen", l.Addr().String())
 	}
+	h := api.NewHandler(e, o)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	// A graceful shutdown waits for open requests: the dashboard's event
+	// streams would hold it to its deadline.
+	srv.RegisterOnShutdown(h.CloseStreams)
 	return &apiServer{
-		srv: &http.Server{
-			Handler:           api.NewHandler(e, o),
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		},
+		srv:       srv,
 		l:         l,
 		url:       "http://" + l.Addr().String(),
 		anonymous: o.AllowAnonymous,
