@@ -1,0 +1,6 @@
+//go:build !race
+
+package layout
+
+// raceDetector says the race detector slows this test binary down.
+const raceDetector = false
