@@ -78,5 +78,10 @@ func TestRunPageOf256Steps(t *testing.T) {
 	if best >= 1000 {
 		t.Errorf("the 256-step run page took %.0f ms to be interactive at best of 3, want under 1000 ms", best)
 	}
+	crossings := browsertest.Eval[string](t, ctx, `document.querySelector('svg.dag').dataset.crossings`)
+	t.Logf("the 256-step DAG is drawn with %s edge crossings", crossings)
+	if crossings != "0" {
+		t.Errorf("the 256-step DAG (a grid of 16 ranks) is drawn with %s crossings, want 0", crossings)
+	}
 	browsertest.Screenshot(t, ctx, "run-256", 1280)
 }

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/internal/layout"
 	"github.com/dagflow/dagflow/persistence"
 )
 
 // The DAG as SVG: the layout (ranks, order, coordinates, edge routes) is
-// computed on the server (placeGraph); the template draws boxes and
+// computed on the server (package internal/layout); the template draws boxes and
 // paths. Needs edges are solid, After edges dashed; while a run
 // compensates, or after it did, the undo order is drawn as reverse edges.
 
@@ -28,6 +29,8 @@ type graphView struct {
 	// Undo marks a compensating or compensated run: the undo order is
 	// drawn (Edges of kind "undo").
 	Undo bool
+	// Crossings counts the pairs of plan edges that cross.
+	Crossings int
 }
 
 type graphNode struct {
@@ -90,24 +93,24 @@ type nodeState struct {
 // the plan alone), href links each box, undo draws reverse edges between
 // the steps whose compensation ran or waits.
 func buildGraph(plan []planStep, states map[string]nodeState, href func(step string) string, selected string, undo bool) (graphView, error) {
-	nodes := make([]layoutNode, len(plan))
-	var edges []layoutEdge
+	nodes := make([]layout.Node, len(plan))
+	var edges []layout.Edge
 	for i, s := range plan {
-		nodes[i] = layoutNode{ID: s.Name, Width: nodeW, Height: nodeH}
+		nodes[i] = layout.Node{ID: s.Name, Width: nodeW, Height: nodeH}
 		for _, d := range s.Deps {
-			edges = append(edges, layoutEdge{From: d, To: s.Name})
+			edges = append(edges, layout.Edge{From: d, To: s.Name})
 		}
 	}
-	res, err := placeGraph(nodes, edges)
+	res, err := layout.Layout(nodes, edges, layout.Options{})
 	if err != nil {
-		return graphView{}, err
+		return graphView{}, fmt.Errorf("dashboard: drawing the graph: %w", err)
 	}
 	const pad = 8.0
-	g := graphView{Width: res.Width + 2*pad, Height: res.Height + 2*pad, Undo: undo}
+	g := graphView{Width: res.Width + 2*pad, Height: res.Height + 2*pad, Undo: undo, Crossings: res.Crossings}
 	for i, p := range res.Nodes {
 		s := plan[i]
 		n := graphNode{Step: s.Name, Label: shorten(s.Name, 20), Status: "plan", W: p.Width, H: p.Height,
-			X: p.X - p.Width/2 + pad, Y: p.Y - p.Height/2 + pad, Selected: s.Name == selected, Title: s.Name}
+			X: p.Center.X - p.Width/2 + pad, Y: p.Center.Y - p.Height/2 + pad, Selected: s.Name == selected, Title: s.Name}
 		if href != nil {
 			n.Href = href(s.Name)
 		}
@@ -153,9 +156,9 @@ func buildGraph(plan []planStep, states map[string]nodeState, href func(step str
 		}
 		for _, r := range res.Edges {
 			if undone(r.From) && undone(r.To) {
-				rev := make([]layoutPoint, len(r.Points))
+				rev := make([]layout.Point, len(r.Points))
 				for i, p := range r.Points {
-					rev[len(r.Points)-1-i] = layoutPoint{X: p.X, Y: p.Y + 7}
+					rev[len(r.Points)-1-i] = layout.Point{X: p.X, Y: p.Y + 7}
 				}
 				g.Edges = append(g.Edges, graphEdge{From: r.To, To: r.From, Kind: "undo", Path: polyline(rev, pad)})
 			}
@@ -164,7 +167,7 @@ func buildGraph(plan []planStep, states map[string]nodeState, href func(step str
 	return g, nil
 }
 
-func polyline(pts []layoutPoint, pad float64) string {
+func polyline(pts []layout.Point, pad float64) string {
 	var b strings.Builder
 	for i, p := range pts {
 		if i == 0 {

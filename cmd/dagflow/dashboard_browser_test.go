@@ -124,7 +124,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('path.edge.after').length`); n != 4 {
 			t.Errorf("%d after edges, want 4", n)
 		}
+		if c := browsertest.Eval[string](t, ctx, `document.querySelector('svg.dag').dataset.crossings`); c != "0" {
+			t.Errorf("the order workflow is drawn with %s edge crossings, want 0", c)
+		}
 		browsertest.Screenshot(t, ctx, "run", 1280)
+		browsertest.ScreenshotElement(t, ctx, "run-dag", "section.graph")
 		browsertest.Screenshot(t, ctx, "run-390", 390)
 		browsertest.DarkMode(t, ctx, true)
 		browsertest.Screenshot(t, ctx, "run-dark", 1280)

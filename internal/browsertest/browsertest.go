@@ -198,3 +198,21 @@ func Screenshot(t *testing.T, ctx context.Context, name string, width int64) str
 	t.Logf("screenshot %s (%d bytes)", p, len(png))
 	return p
 }
+
+// ScreenshotElement writes a PNG of the first element matching the CSS
+// selector to ScreenshotDir/name.png and returns its path.
+func ScreenshotElement(t *testing.T, ctx context.Context, name, selector string) string {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.Screenshot(selector, chromedp.NodeVisible))
+	if err != nil {
+		t.Fatalf("browser: screenshot %s of %s: %v", name, selector, err)
+	}
+	p := filepath.Join(ScreenshotDir(t), strings.ReplaceAll(name, "/", "_")+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s (%d bytes)", p, len(png))
+	return p
+}
