@@ -14,7 +14,7 @@ help: ## list the targets
 LISTEN ?= 127.0.0.1:8080
 
 .PHONY: run
-run: ## the demo on the embedded default (miniredis + SQLite): an order a second and the HTTP API on LISTEN (127.0.0.1:8080), until Ctrl-C
+run: ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
 	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
 
 # The timing tests (a due retry or delayed run starts within 50 ms) run a

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -156,15 +157,33 @@ func buildGraph(plan []planStep, states map[string]nodeState, href func(step str
 		}
 		for _, r := range res.Edges {
 			if undone(r.From) && undone(r.To) {
-				rev := make([]layout.Point, len(r.Points))
-				for i, p := range r.Points {
-					rev[len(r.Points)-1-i] = layout.Point{X: p.X, Y: p.Y + 7}
-				}
+				rev := undoRoute(r.Points)
 				g.Edges = append(g.Edges, graphEdge{From: r.To, To: r.From, Kind: "undo", Path: polyline(rev, pad)})
 			}
 		}
 	}
 	return g, nil
+}
+
+// undoRoute is an edge's route backwards, moved aside (perpendicular to
+// the edge's overall direction) so that it does not hide the edge.
+func undoRoute(pts []layout.Point) []layout.Point {
+	const aside = 9.0
+	n := len(pts)
+	rev := make([]layout.Point, n)
+	if n == 0 {
+		return rev
+	}
+	dx, dy := pts[n-1].X-pts[0].X, pts[n-1].Y-pts[0].Y
+	l := math.Hypot(dx, dy)
+	if l == 0 {
+		l = 1
+	}
+	ox, oy := -dy/l*aside, dx/l*aside
+	for i, p := range pts {
+		rev[n-1-i] = layout.Point{X: p.X + ox, Y: p.Y + oy}
+	}
+	return rev
 }
 
 func polyline(pts []layout.Point, pad float64) string {
