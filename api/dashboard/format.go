@@ -51,7 +51,7 @@ func (d *Dashboard) funcs() template.FuncMap {
 		"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
 		"pct":    func(a, b int) int { return int(math.Round(100 * float64(a) / math.Max(1, float64(b)))) },
 		"join":   strings.Join,
-		"short":  func(id string) string { return shorten(id, 13) },
+		"short":  shortID,
 		"query":  func(s string) string { return urlQueryEscape(s) },
 		"pretty": prettyJSON,
 		"add":    func(a, b int) int { return a + b },

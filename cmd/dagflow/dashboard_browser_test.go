@@ -70,7 +70,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx := browsertest.New(t)
 	bin := buildDagflow(t)
 	cmd := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "dev.db"),
-		"--every", "1h", "--step-delay", "1500ms")
+		"--every", "1h", "--step-delay", "2s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out, errb syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -91,7 +91,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		browsertest.Do(t, ctx, "open the run", chromedp.Navigate(base+"/runs/"+id))
 		browsertest.WaitJS(t, ctx, "the DAG", `document.querySelectorAll('g.node').length === 4`)
 		if first := browsertest.Eval[string](t, ctx, nodeStatus("ship")); first != "waiting" {
-			t.Fatalf("ship is %q when the page loads, want waiting (the machine is too slow for --step-delay 1500ms?)", first)
+			t.Fatalf("ship is %q when the page loads, want waiting (the machine is too slow for --step-delay 2s?)", first)
 		}
 		browsertest.Eval[any](t, ctx, `window.dagflowMarker = 42`)
 		browsertest.WaitJS(t, ctx, "every step succeeded, live",
