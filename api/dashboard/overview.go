@@ -23,6 +23,7 @@ const (
 	sampleEvery  = 5 * time.Second
 	chartMinutes = 15
 	maxSamples   = 60
+	sampleSlots  = 30
 	runsCap      = 5000
 	deadCap      = 1000
 )
@@ -234,12 +235,19 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s *session)
 	for i := range labels {
 		labels[i] = fmt.Sprintf("%s: %d started, %d finished, %d failed", labels[i], od.Started[i], od.Finished[i], od.Failed[i])
 	}
-	sps := make([]float64, len(od.Samples))
-	ready := make([]float64, len(od.Samples))
-	sl := make([]string, len(od.Samples))
+	// The samples' charts keep a fixed width of slots, newest right, so
+	// that a page opened a moment ago does not draw one wide bar.
+	slots := max(len(od.Samples), sampleSlots)
+	sps := make([]float64, slots)
+	ready := make([]float64, slots)
+	sl := make([]string, slots)
+	off := slots - len(od.Samples)
+	for i := range off {
+		sl[i] = "not sampled"
+	}
 	for i, x := range od.Samples {
-		sps[i], ready[i] = x.StepsPerSec, float64(x.Ready)
-		sl[i] = fmt.Sprintf("%s: %.1f steps/s, %d ready", x.At.UTC().Format("15:04:05"), x.StepsPerSec, x.Ready)
+		sps[off+i], ready[off+i] = x.StepsPerSec, float64(x.Ready)
+		sl[off+i] = fmt.Sprintf("%s: %.1f steps/s, %d ready", x.At.UTC().Format("15:04:05"), x.StepsPerSec, x.Ready)
 	}
 	charts := []chart{
 		barChart("Runs started / min", "c-started", started, labels, fmt.Sprint(ns)),
