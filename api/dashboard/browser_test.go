@@ -44,8 +44,9 @@ func wideWorkflow(t testing.TB) *dag.Workflow {
 }
 
 // TestRunPageOf256Steps: a finished run of 256 steps is interactive in
-// the browser within a second (navigation timing: DOM content loaded),
-// every step drawn.
+// the browser within a second (navigation timing: DOM content loaded,
+// best of three; held without the race detector, which make test runs
+// it without too), every step drawn without a crossing.
 func TestRunPageOf256Steps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a browser")
@@ -75,7 +76,10 @@ func TestRunPageOf256Steps(t *testing.T) {
 			timing["ttfb"], timing["interactive"], timing["dcl"], timing["load"], timing["bytes"]/1024, wall.Round(time.Millisecond))
 		best = min(best, timing["dcl"])
 	}
-	if best >= 1000 {
+	switch {
+	case raceDetector:
+		t.Logf("the race detector slows the server several times: the 1 s bound is held by make test's pass without it")
+	case best >= 1000:
 		t.Errorf("the 256-step run page took %.0f ms to be interactive at best of 3, want under 1000 ms", best)
 	}
 	crossings := browsertest.Eval[string](t, ctx, `document.querySelector('svg.dag').dataset.crossings`)
