@@ -18,10 +18,10 @@ const maxBulk = 10000
 // actionError turns an engine's refusal into a page error that says why.
 func actionError(what string, err error) error {
 	switch {
-	case errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrStepNotFound):
+	case errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrStepNotFound), errors.Is(err, persistence.ErrScheduleNotFound):
 		return &httpError{status: http.StatusNotFound, msg: what, err: err}
 	case errors.Is(err, persistence.ErrRunFinished), errors.Is(err, persistence.ErrInvalidTransition),
-		errors.Is(err, engine.ErrRetryRefused), errors.Is(err, persistence.ErrScheduleNotFound):
+		errors.Is(err, engine.ErrRetryRefused):
 		return &httpError{status: http.StatusConflict, msg: what, err: err}
 	}
 	return err
