@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/testenv"
@@ -42,6 +43,13 @@ type childConfig struct {
 	Reconcile     time.Duration
 	DeliveryLimit int
 	Shutdown      time.Duration // Stop's deadline after SIGTERM
+	// NodeHeartbeat and NodeTimeout configure the node registry (zero:
+	// the engine's defaults).
+	NodeHeartbeat time.Duration
+	NodeTimeout   time.Duration
+	// TraceFile, when set, makes the worker trace (Config.TracerProvider)
+	// and write every span to this file as it ends (spanfile_test.go).
+	TraceFile string
 }
 
 // TestWorkerProcess is not a test: it is the body of a worker process
@@ -92,11 +100,21 @@ func runWorker(cfg childConfig) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(engine.Config{
+	ecfg := engine.Config{
 		Store: st, Redis: rdb, Prefix: cfg.Prefix, Logger: logger, NodeID: cfg.Name + "-" + strconv.Itoa(os.Getpid()),
 		Concurrency: cfg.Concurrency, Lease: cfg.Lease, Heartbeat: cfg.Heartbeat,
 		ReconcileInterval: cfg.Reconcile, PollInterval: 200 * time.Millisecond, DeliveryLimit: cfg.DeliveryLimit,
-	})
+		NodeHeartbeat: cfg.NodeHeartbeat, NodeTimeout: cfg.NodeTimeout,
+	}
+	if cfg.TraceFile != "" {
+		tp, err := fileTracerProvider(cfg.TraceFile)
+		if err != nil {
+			return err
+		}
+		defer tp.Shutdown(context.Background())
+		ecfg.TracerProvider = tp
+	}
+	e, err := engine.New(ecfg)
 	if err != nil {
 		return err
 	}
@@ -206,6 +224,13 @@ type clusterOptions struct {
 	// TriggerDSN, like StoreDSN, for the test process's triggering engine.
 	TriggerDSN func(dsn string) string
 	Configure  func(c *childConfig)
+	// TracerProvider, when set, traces the test process's triggering
+	// engine.
+	TracerProvider trace.TracerProvider
+	// NodeHeartbeat and NodeTimeout configure the triggering engine's
+	// node registry (zero: the defaults); its Nodes and AllNodes count
+	// nodes alive by its NodeTimeout.
+	NodeHeartbeat, NodeTimeout time.Duration
 }
 
 func newCluster(t *testing.T, o clusterOptions) *cluster {
@@ -266,7 +291,8 @@ func newCluster(t *testing.T, o clusterOptions) *cluster {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.Config{
-		Store: tst, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1,
+		Store: tst, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1, TracerProvider: o.TracerProvider,
+		NodeHeartbeat: o.NodeHeartbeat, NodeTimeout: o.NodeTimeout,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

@@ -79,12 +79,16 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	if s.maxBody < 1 {
 		return usagef("--max-body-bytes %d: must be at least 1", s.maxBody)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tr, err := openTracing(ctx, s.w.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	logger := nodeLogger(stderr, slog.LevelInfo, tr)
+	defer tr.shutdown(logger)
 	reg := metricsRegistry()
 	o := api.Options{Logger: logger, MaxBodyBytes: s.maxBody}
 	var ms *metricsServer
 	if s.w.metricsListen != "" {
-		var err error
 		if ms, err = listenMetrics(s.w.metricsListen, reg, logger); err != nil {
 			return err
 		}
@@ -92,7 +96,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	} else {
 		o.Metrics = metricsHandler(reg, logger)
 	}
-	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger, reg)
+	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger, reg, tr)
 	if err != nil {
 		return err
 	}
@@ -113,6 +117,9 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s (no authentication)\n", ms.url)
 	} else {
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s/metrics (the API's authentication: a read key)\n", srv.url)
+	}
+	if tr != nil {
+		fmt.Fprintf(stdout, "dagflow serve: %s\n", tr.describe())
 	}
 	if s.noWorkers {
 		fmt.Fprintf(stdout, "dagflow serve: node %s runs no step (--no-workers); SIGTERM stops it\n", n.e.NodeID())
