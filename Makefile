@@ -14,7 +14,7 @@ help: ## list the targets
 LISTEN ?= 127.0.0.1:8080
 
 .PHONY: run
-run: ## the demo on the embedded default (miniredis + SQLite): an order a second and the HTTP API on LISTEN (127.0.0.1:8080), until Ctrl-C
+run: ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
 	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
 
 # The timing tests (a due retry or delayed run starts within 50 ms) run a
@@ -24,6 +24,11 @@ run: ## the demo on the embedded default (miniredis + SQLite): an order a second
 # embedded SQLite driver (C translated to Go, all pointer arithmetic) ten
 # times slower and would measure that rather than the engine.
 TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
+
+# The dashboard's page timing (a 256-step run interactive within 1 s, in
+# Chromium) runs again without the race detector, which slows the
+# server's rendering several times: the -race pass reports it only.
+PAGE_TIMING_TESTS ?= ^TestRunPageOf256Steps$$
 
 # PROMTOOL checks and unit-tests the alert rules in deploy/prometheus (Debian's
 # prometheus package has it). Without it they are skipped with a message,
@@ -46,6 +51,7 @@ test-rules: ## promtool check and unit tests of the alert rules (skipped without
 test: test-rules ## the alert rules, then all tests with -race against the loopback Redis and MariaDB (CI=true: missing services fail)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
+	$(GO) test -count=1 -run '$(PAGE_TIMING_TESTS)' ./api/dashboard/
 
 .PHONY: test-faults
 test-faults: ## the fault suite alone: workers killed and frozen, connections cut, against the loopback services

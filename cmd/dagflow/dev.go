@@ -78,6 +78,7 @@ func newDevCmd() *cobra.Command {
 	fs.IntVar(&opt.concurrency, "concurrency", 8, "steps run at once")
 	fs.BoolVarP(&opt.verbose, "verbose", "v", false, "log the engine's and the API's info messages")
 	fs.DurationVar(&opt.timeout, "timeout", 2*time.Minute, "with --once: give up if the runs have not finished by then")
+	fs.DurationVar(&opt.stepDelay, "step-delay", devStepDelay, "how long each example step takes (longer makes the runs easier to watch in the dashboard)")
 	fs.StringVar(&opt.otlpEndpoint, "otlp-endpoint", "", otlpEndpointHelp)
 	return cmd
 }
@@ -96,9 +97,14 @@ type devOptions struct {
 	concurrency int
 	verbose     bool
 	timeout     time.Duration
+	stepDelay   time.Duration
 	// otlpEndpoint exports traces there (cmd/dagflow/tracing.go).
 	otlpEndpoint string
 }
+
+// devStepDelay is how long each example step takes by default: long
+// enough to see the parallel steps, short enough for an order a second.
+const devStepDelay = 50 * time.Millisecond
 
 // devNode is the embedded engine of dev, not started yet.
 type devNode struct {
@@ -131,7 +137,7 @@ func openDev(ctx context.Context, opt devOptions, logger *slog.Logger, tr *traci
 	fail := func(err error) (*devNode, error) { n.close(); return nil, err }
 
 	n.svc = orderflow.NewServices()
-	n.svc.Delay = 50 * time.Millisecond
+	n.svc.Delay = opt.stepDelay
 	reg := steps.NewRegistry()
 	if err := n.svc.Register(reg); err != nil {
 		return fail(err)
@@ -261,6 +267,7 @@ func runDevServe(ctx context.Context, opt devOptions, stdout, stderr io.Writer) 
 	}
 	served := srv.serve()
 	n.banner(stdout, opt)
+	fmt.Fprintf(stdout, "dashboard on %s/%s\n", srv.url, srv.dashboardNote())
 	fmt.Fprintf(stdout, "API on %s%s\n", srv.url, srv.authNote())
 	fmt.Fprintf(stdout, "  curl %s/v1/runs\n", srv.url)
 	fmt.Fprintf(stdout, "  curl %s/metrics\n", srv.url)

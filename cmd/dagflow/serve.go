@@ -111,6 +111,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	served := srv.serve()
 	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())
+	fmt.Fprintf(stdout, "dagflow serve: dashboard on %s/%s\n", srv.url, srv.dashboardNote())
 	if ms != nil {
 		ms.serve(logger)
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s (no authentication)\n", ms.url)
@@ -181,16 +182,21 @@ func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options
 			"until a key is created with `dagflow apikeys create` (requests need keys within a second of it, no restart); "+
 			"a proxy or tunnel in front of this server lets whoever reaches it in without a key: create a key first", "listen", l.Addr().String())
 	}
+	h := api.NewHandler(e, o)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	// A graceful shutdown waits for open requests: the dashboard's event
+	// streams would hold it to its deadline.
+	srv.RegisterOnShutdown(h.CloseStreams)
 	return &apiServer{
-		srv: &http.Server{
-			Handler:           api.NewHandler(e, o),
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		},
+		srv:       srv,
 		l:         l,
 		url:       "http://" + l.Addr().String(),
 		anonymous: o.AllowAnonymous,
@@ -218,6 +224,15 @@ func (s *apiServer) authNote() string {
 		return " (no API key needed until one is created: loopback, and the store holds none)"
 	}
 	return " (requests need an API key: Authorization: Bearer <key>)"
+}
+
+// dashboardNote says, after the dashboard's URL, whether it needs a
+// login.
+func (s *apiServer) dashboardNote() string {
+	if s.anonymous {
+		return " (no login needed until an API key is created)"
+	}
+	return " (log in with an API key)"
 }
 
 // serve serves the API until shutdown; the channel gets the error that

@@ -41,6 +41,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-50*time.Minute))...)
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
+	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
 		for _, r := range rows {
@@ -52,6 +53,9 @@ func TestQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: reads %s (%s, %q), want %s in order\n%s", q.Name, r["key"], r["type"], r["Extra"], want, q.SQL)
 			}
 			switch {
+			case q.Name == "StepListChanged/latest" && strings.Contains(r["Extra"], "Select tables optimized away"):
+				// MAX over the leading column of idx_steps_updated: one
+				// index entry read at plan time.
 			case strings.HasPrefix(r["table"], "<"):
 				// A derived table or a union's result (RunList with
 				// several statuses): the few rows its parts read, and
@@ -84,6 +88,8 @@ func rangeOf(name string) string {
 		return "idx_steps_dead"
 	case name == "NodeDeleteStale":
 		return "idx_nodes_heartbeat"
+	case name == "StepListChanged":
+		return "idx_steps_updated"
 	}
 	return ""
 }

@@ -168,6 +168,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-time.Hour))...)
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
+	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
@@ -212,6 +213,8 @@ func rangeOf(name string) string {
 		return "idx_steps_dead"
 	case name == "NodeDeleteStale":
 		return "idx_nodes_heartbeat"
+	case name == "StepListChanged":
+		return "idx_steps_updated"
 	}
 	return ""
 }
