@@ -65,18 +65,23 @@ type ProcsResult struct {
 	// triggering process (the bench itself: Trigger and run creation),
 	// every redis-server of the setup, and the MySQL server (nil where
 	// its process cannot be read: not on this machine).
-	EngineCPUPer1000   float64   `json:"engine_cpu_s_per_1000_steps"`
-	TriggerCPUPer1000  float64   `json:"trigger_cpu_s_per_1000_steps"`
-	RedisCPUPer1000    *float64  `json:"redis_cpu_s_per_1000_steps"`
-	MySQLCPUPer1000    *float64  `json:"mysql_cpu_s_per_1000_steps"`
-	MachineCPUBusy     *float64  `json:"machine_cpu_busy"`
-	RedisCPUShare      *float64  `json:"redis_busiest_server_cpu_share"`
-	MySQLCPUShare      *float64  `json:"mysql_cpu_share"`
-	RowLockWaits       int64     `json:"innodb_row_lock_waits"`
-	RowLockTimeMs      int64     `json:"innodb_row_lock_time_ms"`
-	Deadlocks          int64     `json:"innodb_deadlocks"`
-	MySQLCommitsPerS   float64   `json:"mysql_commits_per_s"`
-	Errors             int64     `json:"errors"`
+	EngineCPUPer1000  float64  `json:"engine_cpu_s_per_1000_steps"`
+	TriggerCPUPer1000 float64  `json:"trigger_cpu_s_per_1000_steps"`
+	RedisCPUPer1000   *float64 `json:"redis_cpu_s_per_1000_steps"`
+	MySQLCPUPer1000   *float64 `json:"mysql_cpu_s_per_1000_steps"`
+	MachineCPUBusy    *float64 `json:"machine_cpu_busy"`
+	RedisCPUShare     *float64 `json:"redis_busiest_server_cpu_share"`
+	MySQLCPUShare     *float64 `json:"mysql_cpu_share"`
+	RowLockWaits      int64    `json:"innodb_row_lock_waits"`
+	RowLockTimeMs     int64    `json:"innodb_row_lock_time_ms"`
+	Deadlocks         int64    `json:"innodb_deadlocks"`
+	MySQLCommitsPerS  float64  `json:"mysql_commits_per_s"`
+	Errors            int64    `json:"errors"`
+	// Steps per claim and per completion transaction over the worker
+	// processes, and MySQL commits per step (Com_commit, global).
+	StepsPerClaimTx    float64   `json:"steps_per_claim_tx"`
+	StepsPerCompleteTx float64   `json:"steps_per_complete_tx"`
+	CommitsPerStep     float64   `json:"mysql_commits_per_step"`
 	RedisServersCPUSec []float64 `json:"redis_servers_cpu_s"`
 }
 
@@ -84,6 +89,19 @@ type ProcsResult struct {
 type childProgress struct {
 	steps, dead, errs int64
 	cpu               time.Duration
+	// Claim and completion transactions and the steps they carried.
+	claimTx, claimed, commitTx, committed int64
+}
+
+func (p *childProgress) add(q *childProgress) {
+	p.steps += q.steps
+	p.dead += q.dead
+	p.errs += q.errs
+	p.cpu += q.cpu
+	p.claimTx += q.claimTx
+	p.claimed += q.claimed
+	p.commitTx += q.commitTx
+	p.committed += q.committed
 }
 
 // child is a running worker process of the session.
@@ -256,22 +274,20 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 			return nil, ctx.Err()
 		}
 	}
-	sum := func() (steps, dead, errs int64, cpu time.Duration, by []int64) {
+	sum := func() (all childProgress, by []int64) {
 		for _, c := range children {
 			p := c.last.Load()
 			if p == nil {
 				p = &childProgress{}
 			}
-			steps += p.steps
-			dead += p.dead
-			errs += p.errs
-			cpu += p.cpu
+			all.add(p)
 			by = append(by, p.steps)
 		}
 		return
 	}
 	phase := func(n int) error {
-		base, _, _, _, _ := sum()
+		b, _ := sum()
+		base := b.steps
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		errc := make(chan error, cfg.Triggers)
@@ -299,7 +315,8 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 		want := base + int64(n*len(orderSteps))
 		lastLog := time.Now()
 		for {
-			steps, dead, _, _, _ := sum()
+			all, _ := sum()
+			steps, dead := all.steps, all.dead
 			if steps >= want {
 				return nil
 			}
@@ -328,7 +345,7 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	if err != nil {
 		return nil, err
 	}
-	_, _, errs0, cpu0, by0 := sum()
+	p0, by0 := sum()
 	trig0 := cpuTime()
 	redis0 := procCPUs(redisPIDs)
 	mysql0 := procCPUs([]int{mysqlPID})
@@ -342,7 +359,7 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	trigCPU := cpuTime() - trig0
 	redis1 := procCPUs(redisPIDs)
 	mysql1 := procCPUs([]int{mysqlPID})
-	_, _, errs1, cpu1, by1 := sum()
+	p1, by1 := sum()
 	lockAfter, err := innodbCounters(ctx, serverDB)
 	if err != nil {
 		return nil, err
@@ -353,7 +370,14 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	for i := range by1 {
 		res.StepsByProc = append(res.StepsByProc, by1[i]-by0[i])
 	}
-	res.EngineCPUPer1000 = round3((cpu1 - cpu0).Seconds() / k)
+	res.EngineCPUPer1000 = round3((p1.cpu - p0.cpu).Seconds() / k)
+	if n := p1.claimTx - p0.claimTx; n > 0 {
+		res.StepsPerClaimTx = round3(float64(p1.claimed-p0.claimed) / float64(n))
+	}
+	if n := p1.commitTx - p0.commitTx; n > 0 {
+		res.StepsPerCompleteTx = round3(float64(p1.committed-p0.committed) / float64(n))
+	}
+	res.CommitsPerStep = round3(float64(lockAfter["Com_commit"]-lockBefore["Com_commit"]) / (k * 1000))
 	res.TriggerCPUPer1000 = round3(trigCPU.Seconds() / k)
 	res.MachineCPUBusy = busy
 	if redis0 != nil && redis1 != nil {
@@ -376,7 +400,7 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	res.RowLockTimeMs = lockAfter["Innodb_row_lock_time"] - lockBefore["Innodb_row_lock_time"]
 	res.Deadlocks = lockAfter["Innodb_deadlocks"] - lockBefore["Innodb_deadlocks"]
 	res.MySQLCommitsPerS = round3(float64(lockAfter["Com_commit"]-lockBefore["Com_commit"]) / secs)
-	res.Errors = errs1 - errs0
+	res.Errors = p1.errs - p0.errs
 	return res, nil
 }
 
@@ -453,7 +477,8 @@ func pickQueues(ctx context.Context, rdb redis.UniversalClient, n int) ([]string
 }
 
 // startChild starts a worker process and reads its protocol lines:
-// "ready", then "progress <succeeded> <dead> <errors> <cpu ns>".
+// "ready", then "progress <succeeded> <dead> <errors> <cpu ns> <claim
+// txs> <claimed> <completion txs> <completed>".
 func startChild(self, spec string, stderr io.Writer) (*child, error) {
 	cmd := exec.Command(self, "bench")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+spec)
@@ -479,12 +504,13 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 			case len(f) == 1 && f[0] == "ready" && !readied:
 				readied = true
 				close(c.ready)
-			case len(f) == 5 && f[0] == "progress":
-				var v [4]int64
+			case len(f) == 9 && f[0] == "progress":
+				var v [8]int64
 				for i := range v {
 					v[i], _ = strconv.ParseInt(f[i+1], 10, 64)
 				}
-				c.last.Store(&childProgress{steps: v[0], dead: v[1], errs: v[2], cpu: time.Duration(v[3])})
+				c.last.Store(&childProgress{steps: v[0], dead: v[1], errs: v[2], cpu: time.Duration(v[3]),
+					claimTx: v[4], claimed: v[5], commitTx: v[6], committed: v[7]})
 			}
 		}
 		c.done <- cmd.Wait()
@@ -494,7 +520,7 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 
 // RunChild is the body of a worker process of a --procs session: an
 // engine node running the session's order workflows until its stdin
-// ends, printing its progress to out every 5 ms.
+// ends, printing its progress to out every 10 ms.
 func RunChild(ctx context.Context, rawSpec string, in io.Reader, out io.Writer) error {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(rawSpec), &spec); err != nil {
@@ -542,11 +568,12 @@ func RunChild(ctx context.Context, rawSpec string, in io.Reader, out io.Writer) 
 	w := bufio.NewWriter(out)
 	fmt.Fprintln(w, "ready")
 	w.Flush()
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	report := func() {
 		s := e.Stats()
-		fmt.Fprintf(w, "progress %d %d %d %d\n", s.StepsSucceeded, s.StepsDead, s.Errors, cpuTime().Nanoseconds())
+		fmt.Fprintf(w, "progress %d %d %d %d %d %d %d %d\n", s.StepsSucceeded, s.StepsDead, s.Errors, cpuTime().Nanoseconds(),
+			s.ClaimBatches, s.ClaimItems, s.CommitBatches, s.CommitItems)
 		w.Flush()
 	}
 	for ctx.Err() == nil {
