@@ -27,13 +27,17 @@ type Costs struct {
 	// Engine is the engine processes together: workers, and the
 	// processes that trigger runs.
 	Engine float64
+	// EngineProcess is the CPU (in cores) each engine process uses
+	// besides its steps: its loops, heartbeats, reconciler and runtime.
+	EngineProcess float64
 	// Redis is every Redis server together.
 	Redis float64
 	// MySQL is the MySQL server.
 	MySQL float64
 }
 
-// Total is the CPU seconds per step of all tiers.
+// Total is the CPU seconds per step of all tiers (without the engine
+// processes' own overhead).
 func (c Costs) Total() float64 { return c.Engine + c.Redis + c.MySQL }
 
 // Hardware is what the deployment is planned on. Zero values mean the
@@ -96,8 +100,13 @@ func For(c Costs, stepsPerS float64, h Hardware) (Plan, error) {
 		return Plan{}, fmt.Errorf("scalemodel: utilization %v: must be in (0, 1]", h.Utilization)
 	}
 	p := Plan{StepsPerS: stepsPerS}
-	p.EngineCores = stepsPerS * c.Engine / h.Utilization
-	p.EngineMachines = ceil(p.EngineCores / h.EngineCores)
+	// One engine process per machine; its overhead comes off each.
+	perMachine := h.EngineCores - c.EngineProcess/h.Utilization
+	if perMachine <= 0 {
+		return Plan{}, fmt.Errorf("scalemodel: an engine process's overhead (%v cores) fills a %v-core machine", c.EngineProcess, h.EngineCores)
+	}
+	p.EngineMachines = ceil(stepsPerS * c.Engine / h.Utilization / perMachine)
+	p.EngineCores = stepsPerS*c.Engine/h.Utilization + float64(p.EngineMachines)*c.EngineProcess/h.Utilization
 	p.RedisMasters = max(ceil(stepsPerS*c.Redis/h.Utilization), 1)
 	p.MySQLCores = stepsPerS * c.MySQL / h.Utilization
 	p.MySQLPrimaries = ceil(p.MySQLCores / h.MySQLCores)
@@ -110,9 +119,11 @@ func For(c Costs, stepsPerS float64, h Hardware) (Plan, error) {
 	return p, nil
 }
 
-// OnOneMachine predicts the steps/s when the engines and both servers
-// share cores cores that they keep busy: the machine's CPU divided by
-// what a step costs in all tiers.
-func OnOneMachine(c Costs, cores float64) float64 { return cores / c.Total() }
+// OnOneMachine predicts the steps/s when procs engine processes and both
+// servers share cores cores that they keep busy: the CPU left after the
+// processes' overhead, divided by what a step costs in all tiers.
+func OnOneMachine(c Costs, cores float64, procs int) float64 {
+	return max(cores-float64(procs)*c.EngineProcess, 0) / c.Total()
+}
 
 func ceil(x float64) int { return int(math.Ceil(x - 1e-9)) }
