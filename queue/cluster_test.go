@@ -53,12 +53,11 @@ func TestCluster(t *testing.T) {
 	})
 }
 
-// testWakeUpAcrossNodes: a consumer's one pub/sub connection sits on the
-// master of the first queue it waited on; a wake-up for a queue whose
-// slot another master holds is published there (by the enqueue script,
-// PUBLISH) and must still reach it, within milliseconds, not at the
-// PollInterval. Classic PUBLISH on a Cluster is forwarded to every node
-// over the cluster bus, so the subscriber's node does not matter.
+// testWakeUpAcrossNodes: on a Cluster a consumer waiting on queues of two
+// masters listens to each queue's channel with sharded pub/sub on the
+// master that owns the queue's slot (and to no classic channel), and a
+// wake-up published there by the enqueue script reaches it within
+// milliseconds, not at the PollInterval.
 func testWakeUpAcrossNodes(t *testing.T, addrs []string) {
 	ctx := context.Background()
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
@@ -83,7 +82,7 @@ func testWakeUpAcrossNodes(t *testing.T, addrs []string) {
 	if b == "" {
 		t.Fatalf("no queue name on another master than %q's", a)
 	}
-	// The first wait opens the pub/sub connection, on a's master.
+	// The first wait subscribes to a's channel, the second to b's.
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	if _, err := q.Dequeue(short, DequeueParams{Queues: []string{a}, Lease: time.Minute}); err == nil {
 		t.Fatal("dequeue of the empty queue returned a task")
@@ -99,16 +98,16 @@ func testWakeUpAcrossNodes(t *testing.T, addrs []string) {
 		}
 		got <- err
 	}()
-	bch := q.keys(b).channel
-	// Once b's channel is subscribed, the subscriber is on a's master and
-	// not on b's, where the enqueue script publishes.
+	ach, bch := q.keys(a).channel, q.keys(b).channel
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		return slices.Contains(channelsOn(t, master(a), bch), bch)
-	}, "%s subscribed on %s", bch, master(a))
-	if slices.Contains(channelsOn(t, master(b), bch), bch) {
-		t.Fatalf("%s is subscribed on %s too: the test does not cross nodes", bch, master(b))
+		return slices.Contains(channelsOn(t, master(a), ach, true), ach) && slices.Contains(channelsOn(t, master(b), bch, true), bch)
+	}, "%s and %s subscribed on their own shards", ach, bch)
+	for _, addr := range addrs {
+		if chs := channelsOn(t, addr, prefix+":*", false); len(chs) > 0 {
+			t.Errorf("classic channels subscribed on %s: %v", addr, chs)
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // the consumer's scripts set the waiting flag
+	waitWaiting(t, c, q.keys(b).waiting)
 	start := time.Now()
 	if _, err := producer.Enqueue(ctx, b, Item{ID: "t1"}); err != nil {
 		t.Fatal(err)
@@ -117,20 +116,123 @@ func testWakeUpAcrossNodes(t *testing.T, addrs []string) {
 		t.Fatalf("dequeue of %s: %v", b, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("woken %v after the enqueue on another node, want well under the PollInterval (1m)", d)
+		t.Fatalf("woken %v after the enqueue, want well under the PollInterval (1m)", d)
 	} else {
-		t.Logf("queue %s on %s, subscriber on %s: woken %v after the enqueue", b, master(b), master(a), d)
+		t.Logf("queue %s on %s: woken %v after the enqueue", b, master(b), d)
 	}
 }
 
+// waitWaiting waits until a consumer set the waiting flag key: it is
+// asleep, and the next enqueue publishes its wake-up.
+func waitWaiting(t *testing.T, c redis.UniversalClient, flag string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		n, err := c.Exists(context.Background(), flag).Result()
+		return err == nil && n == 1
+	}, "the waiting flag %s set", flag)
+}
+
 // channelsOn lists the pub/sub channels matching pattern that have a
-// subscriber connected to the node at addr.
-func channelsOn(t *testing.T, addr, pattern string) []string {
+// subscriber connected to the node at addr: shard channels (PUBSUB
+// SHARDCHANNELS) or classic ones.
+func channelsOn(t *testing.T, addr, pattern string, shard bool) []string {
 	n := redis.NewClient(&redis.Options{Addr: addr})
 	defer n.Close()
-	chs, err := n.PubSubChannels(context.Background(), pattern).Result()
+	cmd := n.PubSubChannels(context.Background(), pattern)
+	if shard {
+		cmd = n.PubSubShardChannels(context.Background(), pattern)
+	}
+	chs, err := cmd.Result()
 	if err != nil {
-		t.Fatalf("PUBSUB CHANNELS on %s: %v", addr, err)
+		t.Fatalf("PUBSUB on %s: %v", addr, err)
 	}
 	return chs
+}
+
+// TestClusterWakeUpAfterFailover: the master that owns a queue's slot
+// fails over to its replica, killed (the subscription's connection
+// breaks) or by a manual failover (the old master, now a replica, ends
+// the shard subscription itself). The consumer's shard subscription
+// moves to the new master, and a wake-up published there reaches it
+// within milliseconds, not at the PollInterval.
+func TestClusterWakeUpAfterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster; skipped under -short")
+	}
+	for _, how := range []string{"killed", "manual failover"} {
+		t.Run(how, func(t *testing.T) {
+			cl := testenv.StartClusterWith(t, 3, 1, testenv.RedisOptions{Config: []string{"cluster-node-timeout 1000"}})
+			ctx := context.Background()
+			c := cl.Client(t)
+			prefix := testenv.KeyPrefix(t)
+			q := newTestQueue(t, c, Config{Prefix: prefix, PollInterval: time.Minute})
+			producer := newTestQueue(t, c, Config{Prefix: prefix})
+			k := q.keys("jobs")
+			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			q.Dequeue(short, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+			cancel()
+			m, err := c.MasterForKey(ctx, k.ready)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var master *testenv.RedisServer
+			for _, n := range cl.Nodes {
+				if n.Addr == m.Options().Addr {
+					master = n
+				}
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool {
+				return slices.Contains(channelsOn(t, master.Addr, k.channel, true), k.channel)
+			}, "%s subscribed on %s", k.channel, master.Addr)
+			var promoted *testenv.RedisServer
+			if how == "killed" {
+				promoted, err = cl.KillMaster(master)
+			} else {
+				promoted, err = cl.FailOver(master)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The producer's calls to the queue's slot learn the new slot
+			// map, as a node's scripts do. The subscription moves to a node
+			// of the slot's shard: the promoted master, or after a manual
+			// failover possibly the old master, now its replica (shard
+			// messages reach the shard's replicas too).
+			shard := []string{promoted.Addr}
+			if master.Running() {
+				shard = append(shard, master.Addr)
+			}
+			testenv.Eventually(t, 30*time.Second, func() bool {
+				producer.Stats(ctx, "jobs")
+				for _, addr := range shard {
+					if slices.Contains(channelsOn(t, addr, k.channel, true), k.channel) {
+						t.Logf("%s subscribed again on %s (promoted %s)", k.channel, addr, promoted.Addr)
+						return true
+					}
+				}
+				return false
+			}, "%s subscribed again on a node of the shard %v", k.channel, shard)
+			got := make(chan error, 1)
+			go func() {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				_, err := q.Dequeue(dctx, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+				got <- err
+			}()
+			waitWaiting(t, c, k.waiting)
+			start := time.Now()
+			testenv.Eventually(t, 30*time.Second, func() bool {
+				_, err := producer.Enqueue(ctx, "jobs", Item{ID: "t1"})
+				return err == nil
+			}, "an enqueue on the promoted master")
+			if err := <-got; err != nil {
+				t.Fatalf("dequeue after the failover: %v", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("woken %v after the enqueue, want well under the PollInterval (1m)", d)
+			} else {
+				t.Logf("%s: %s promoted; woken %v after the enqueue", how, promoted.Addr, d)
+			}
+		})
+	}
 }

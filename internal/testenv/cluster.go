@@ -227,9 +227,21 @@ func (c *RedisCluster) FlushAll(t testing.TB) {
 // failover may come first after cluster-node-timeout; either way one
 // takes over), then waits until every surviving node reports the cluster
 // ok with all slots covered. It returns the promoted replica. The killed
-// node stays down. It may not call t.Fatal from another goroutine than
-// the test's: it returns an error instead.
+// node stays down. It may be called from any goroutine: it returns an
+// error instead of failing the test.
 func (c *RedisCluster) KillMaster(master *RedisServer) (*RedisServer, error) {
+	return c.failover(master, true)
+}
+
+// FailOver moves master's role to one of its replicas with a manual
+// CLUSTER FAILOVER (master alive, replication caught up first; the old
+// master becomes a replica), then waits as KillMaster does. It returns
+// the new master.
+func (c *RedisCluster) FailOver(master *RedisServer) (*RedisServer, error) {
+	return c.failover(master, false)
+}
+
+func (c *RedisCluster) failover(master *RedisServer, kill bool) (*RedisServer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	mc := redis.NewClient(master.ClientOptions())
@@ -258,12 +270,17 @@ func (c *RedisCluster) KillMaster(master *RedisServer) (*RedisServer, error) {
 	if replica == nil {
 		return nil, fmt.Errorf("testenv: master %s (%s) has no running replica", master.Addr, id)
 	}
-	master.Kill()
 	rc := redis.NewClient(replica.ClientOptions())
 	defer rc.Close()
-	// The replica's own failover may already have started: TAKEOVER then
-	// answers an error, and the wait below sees the promotion all the same.
-	rc.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER")
+	if kill {
+		master.Kill()
+		// The replica's own failover may already have started: TAKEOVER
+		// then answers an error, and the wait below sees the promotion
+		// all the same.
+		rc.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER")
+	} else if err := rc.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		return nil, fmt.Errorf("testenv: CLUSTER FAILOVER on %s: %w", replica.Addr, err)
+	}
 	for {
 		ok := true
 		for _, s := range c.Nodes {
@@ -287,7 +304,7 @@ func (c *RedisCluster) KillMaster(master *RedisServer) (*RedisServer, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("testenv: after killing master %s, %s was not promoted with the cluster ok within 60s", master.Addr, replica.Addr)
+			return nil, fmt.Errorf("testenv: %s was not promoted in place of %s with the cluster ok within 60s", replica.Addr, master.Addr)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
