@@ -34,13 +34,16 @@ import (
 type notifier struct {
 	q *Queue
 
-	mu      sync.Mutex
-	ps      *redis.PubSub            // classic: one connection for every channel
-	shards  map[string]*redis.PubSub // sharded (Cluster): one per channel
-	topics  map[string]*topic        // by channel
-	closed  bool
-	closing chan struct{}
-	loops   sync.WaitGroup // the receive loops
+	mu     sync.Mutex
+	ps     *redis.PubSub            // classic: one connection for every channel
+	shards map[string]*redis.PubSub // sharded (Cluster): one per channel
+	// shardAddr is the master each shard subscription was sent to, as
+	// the client's slot map said then.
+	shardAddr map[string]string
+	topics    map[string]*topic // by channel
+	closed    bool
+	closing   chan struct{}
+	loops     sync.WaitGroup // the receive loops
 }
 
 type topic struct {
@@ -64,7 +67,7 @@ type waiter struct {
 const subscribeWait = 2 * time.Second
 
 func newNotifier(q *Queue) *notifier {
-	return &notifier{q: q, topics: map[string]*topic{}, shards: map[string]*redis.PubSub{}, closing: make(chan struct{})}
+	return &notifier{q: q, topics: map[string]*topic{}, shards: map[string]*redis.PubSub{}, shardAddr: map[string]string{}, closing: make(chan struct{})}
 }
 
 // subscribe makes sure the pub/sub connection listens on channels and that
@@ -137,16 +140,19 @@ func (n *notifier) subscribeShardLocked(ctx context.Context, ch string) {
 	// routed by the slot map of that moment; ctx only bounds this write.
 	ps := n.q.cluster.SSubscribe(context.WithoutCancel(ctx), ch)
 	n.shards[ch] = ps
+	if m, err := n.q.cluster.MasterForKey(ctx, ch); err == nil {
+		n.shardAddr[ch] = m.Options().Addr
+	}
 	n.loops.Add(1)
 	go n.loop(ps, ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)))
 }
 
 // resubscribe replaces old, the shard subscription of ch that the server
-// ended (its slot moved), with a new one on the slot's owner now. The
-// client is asked to read the slot map again first, and given a moment
-// to, so that the new subscription is not sent to the old owner (which
-// answers it with MOVED, and go-redis would then wait on that connection
-// for ever). The new one's confirmation wakes every waiter of ch:
+// ended (its slot moved), with a new one on the slot's owner now. It asks
+// the client to read the slot map again until the map names another
+// master for ch than the one old was on (up to resubscribeWait), so that
+// the new subscription is not sent back to the node that just gave the
+// slot away. The new one's confirmation wakes every waiter of ch:
 // messages may have been lost meanwhile; until then the PollInterval
 // timer is the safety net.
 func (n *notifier) resubscribe(old *redis.PubSub, ch string) {
@@ -157,16 +163,25 @@ func (n *notifier) resubscribe(old *redis.PubSub, ch string) {
 	}
 	n.q.log.Info("queue: shard subscription ended by the server (slot moved); subscribing again", "channel", ch)
 	delete(n.shards, ch)
+	was := n.shardAddr[ch]
 	old.Close() // ends old's loop, this one
 	n.mu.Unlock()
-	n.q.cluster.ReloadState(context.Background())
 	n.loops.Add(1)
 	go func() {
 		defer n.loops.Done()
-		select {
-		case <-time.After(resubscribeDelay):
-		case <-n.closing:
-			return
+		ctx, cancel := context.WithTimeout(context.Background(), resubscribeWait)
+		defer cancel()
+		for {
+			n.q.cluster.ReloadState(ctx)
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-n.closing:
+				return
+			}
+			m, err := n.q.cluster.MasterForKey(ctx, ch)
+			if (err == nil && m.Options().Addr != was) || ctx.Err() != nil {
+				break
+			}
 		}
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -176,9 +191,9 @@ func (n *notifier) resubscribe(old *redis.PubSub, ch string) {
 	}()
 }
 
-// resubscribeDelay is how long a shard subscription the server ended
-// waits for the client's new slot map before it is sent again.
-const resubscribeDelay = 200 * time.Millisecond
+// resubscribeWait bounds how long a shard subscription the server ended
+// waits for the client's slot map to name the slot's new master.
+const resubscribeWait = 5 * time.Second
 
 func (n *notifier) loop(ps *redis.PubSub, msgs <-chan any) {
 	defer n.loops.Done()
