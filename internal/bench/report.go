@@ -46,6 +46,9 @@ type Result struct {
 	// HistorySettleSeconds is how long the server took, after the seed,
 	// to write the run tables' dirty pages back (the bench waits for it).
 	HistorySettleSeconds *float64 `json:"history_settle_seconds"`
+	// ReconcilePassMs is the median time of one reconcile pass
+	// (Engine.Reconcile) with the engine idle, after the history.
+	ReconcilePassMs *float64 `json:"reconcile_pass_ms"`
 
 	// Full load: cfg.Runs triggered as fast as cfg.Triggers goroutines can.
 	Seconds   float64 `json:"seconds"`
