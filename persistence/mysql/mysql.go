@@ -213,12 +213,23 @@ func mysqlErr(err error) uint16 {
 // ER_DUP_ENTRY.
 func isDuplicate(err error) bool { return mysqlErr(err) == 1062 }
 
-// ER_LOCK_DEADLOCK and ER_LOCK_WAIT_TIMEOUT: the transaction was rolled
-// back (a deadlock victim) or its statement was, and the work can be
-// redone from the start.
+// isRetryable reports the errors after which the transaction was rolled
+// back, or cannot commit, and the work can be redone from the start:
+//
+//   - 1213 ER_LOCK_DEADLOCK and 1205 ER_LOCK_WAIT_TIMEOUT: a deadlock
+//     victim, or a statement that waited too long for a row lock
+//     (MySQL, MariaDB and TiDB);
+//   - TiDB's 9007 write conflict (another transaction wrote the row
+//     first), 8028 information schema changed (a DDL ran meanwhile),
+//     8022 transaction retry failed, and 9001, 9002 and 9005 (the placement
+//     driver, a TiKV store or a region unavailable or busy, which the
+//     client may retry).
 func isRetryable(err error) bool {
-	n := mysqlErr(err)
-	return n == 1213 || n == 1205
+	switch mysqlErr(err) {
+	case 1213, 1205, 9007, 8028, 8022, 9001, 9002, 9005:
+		return true
+	}
+	return false
 }
 
 // Migrate applies the pending migrations.
