@@ -261,12 +261,18 @@ const MigrationTable = "dagflow_migrations"
 // locker a second migration could find the table before its zero-version
 // row and fail with "missing zero version migration". A positive to stops
 // at that version (for the upgrade tests); 0 applies them all.
-func migrateDB(ctx context.Context, db *sql.DB, to int64) (err error) {
+func migrateDB(ctx context.Context, db *sql.DB, to int64) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("mysql: migrations: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectMySQL, db, sub,
+	return migrateFS(ctx, db, sub, to)
+}
+
+// migrateFS is migrateDB with the migrations of fsys (the upgrade tests
+// pass those of an earlier release).
+func migrateFS(ctx context.Context, db *sql.DB, fsys fs.FS, to int64) (err error) {
+	p, err := goose.NewProvider(goose.DialectMySQL, db, fsys,
 		goose.WithTableName(MigrationTable),
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
