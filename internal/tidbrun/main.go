@@ -1,6 +1,8 @@
 // Command tidbrun starts a standalone tidb-server (unistore, in a
 // temporary directory, on free loopback ports), waits until it answers,
-// runs a command with DAGFLOW_TEST_MYSQL_DSN pointing at it, and stops the
+// runs a command with DAGFLOW_TEST_MYSQL_DSN pointing at it (and
+// DAGFLOW_TIDB_PID naming the server's process, to read its CPU time
+// from), and stops the
 // server when the command ends: make test-tidb runs the MySQL store's and
 // the engine's tests this way. On Linux the server also dies with tidbrun
 // (a parent-death signal), whatever ends it.
@@ -88,7 +90,7 @@ func run(bin string, wait time.Duration, command []string) int {
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "DAGFLOW_TEST_MYSQL_DSN="+dsn)
+	cmd.Env = append(os.Environ(), "DAGFLOW_TEST_MYSQL_DSN="+dsn, "DAGFLOW_TIDB_PID="+strconv.Itoa(server.Process.Pid))
 	// Ctrl-C reaches the command (same process group); tidbrun waits for
 	// it to end and then stops the server.
 	signal.Ignore(syscall.SIGINT)
