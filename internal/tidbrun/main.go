@@ -1,11 +1,11 @@
 // Command tidbrun starts a standalone tidb-server (unistore, in a
 // temporary directory, on free loopback ports), waits until it answers,
 // runs a command with DAGFLOW_TEST_MYSQL_DSN pointing at it (and
-// DAGFLOW_TIDB_PID naming the server's process, to read its CPU time
-// from), and stops the
-// server when the command ends: make test-tidb runs the MySQL store's and
-// the engine's tests this way. On Linux the server also dies with tidbrun
-// (a parent-death signal), whatever ends it.
+// DAGFLOW_TIDB_PID naming the server's process, whose CPU time a
+// benchmark may read), and stops the server when the command ends: make
+// test-tidb runs the MySQL store's and the engine's tests this way. On
+// Linux the server also dies with tidbrun (a parent-death signal),
+// whatever ends it.
 //
 // Usage:
 //
