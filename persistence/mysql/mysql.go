@@ -221,13 +221,21 @@ func isDuplicate(err error) bool { return mysqlErr(err) == 1062 }
 //     (MySQL, MariaDB and TiDB);
 //   - TiDB's 9007 write conflict (another transaction wrote the row
 //     first), 8028 information schema changed (a DDL ran meanwhile),
-//     8022 transaction retry failed, and 9001, 9002 and 9005 (the placement
+//     8022 transaction retry failed, 9001, 9002 and 9005 (the placement
 //     driver, a TiKV store or a region unavailable or busy, which the
-//     client may retry).
+//     client may retry), and 1105 when it says "pessimistic lock retry
+//     limit reached".
 func isRetryable(err error) bool {
 	switch mysqlErr(err) {
 	case 1213, 1205, 9007, 8028, 8022, 9001, 9002, 9005:
 		return true
+	case 1105:
+		// TiDB's "unknown error" code, which it also gives a
+		// pessimistic statement that kept meeting newer writes of the
+		// rows it locks: the transaction is rolled back, and redoing
+		// it later is what the message asks for.
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && strings.Contains(me.Message, "pessimistic lock retry limit reached")
 	}
 	return false
 }

@@ -30,6 +30,12 @@ func TestRetryableErrors(t *testing.T) {
 			t.Errorf("isRetryable(wrapped error %d) = %v, want %v", tc.number, got, tc.want)
 		}
 	}
+	if !isRetryable(&mysql.MySQLError{Number: 1105, Message: "pessimistic lock retry limit reached"}) {
+		t.Error("TiDB's pessimistic lock retry limit is not retryable")
+	}
+	if isRetryable(&mysql.MySQLError{Number: 1105, Message: "unknown error"}) {
+		t.Error("any error 1105 is retryable")
+	}
 	if isRetryable(errors.New("connection refused")) {
 		t.Error("a non-MySQL error is retryable")
 	}
