@@ -60,10 +60,14 @@ test: test-rules ## the alert rules, then all tests with -race against the loopb
 #     Handler_read_* counters and read EXPLAIN's key_len, which TiDB has
 #     not (the same queries' plans are checked on TiDB by
 #     TestQueriesUseIndexes).
-# The timing tests (TIMING_TESTS) run with the rest and the looser bound
-# they keep for a shared machine; their 50 ms pass alone is `make test`'s.
+#   TestRetriesStartOnTime, TestDelayedRunsStartOnTime (TIMING_TESTS)
+#     hold a due retry or delayed run to start within 500 ms on a shared
+#     machine; with TiDB (one unistore process) sharing two cores with
+#     the tests, its commits alone made a retry start 240 ms late at the
+#     median and 715 ms at worst. They measure the engine, and run on
+#     MariaDB in `make test`.
 TIDB_PKGS ?= ./persistence/mysql/... ./engine/...
-TIDB_SKIP ?= ^(TestRunListPagesAreSeeks|TestDefinitionListReadsCurrentVersions)$$
+TIDB_SKIP ?= ^(TestRunListPagesAreSeeks|TestDefinitionListReadsCurrentVersions|TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
 
 .PHONY: test-tidb
 test-tidb: ## build (once) and start a standalone TiDB, then run the MySQL store's and the engine's tests on it
