@@ -315,14 +315,28 @@ func migrateFS(ctx context.Context, db *sql.DB, fsys fs.FS, to int64) (err error
 // lockName is the migration lock of the connection's database.
 const lockName = "CONCAT('dagflow_migrate:', DATABASE())"
 
-// migrationLock waits up to 60 s for the migration lock on conn.
+// migrationLock waits up to 60 s for the migration lock on conn. TiDB
+// keeps its locks in a table, and under contention may answer GET_LOCK
+// with a retryable error (isRetryable) instead of waiting: it is asked
+// again until the 60 s are over.
 func migrationLock(ctx context.Context, conn *sql.Conn) error {
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 60)").Scan(&got); err != nil {
-		return fmt.Errorf("mysql: migration lock: %w", err)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		wait := max(1, int(time.Until(deadline).Seconds()))
+		var got sql.NullInt64
+		err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", ?)", wait).Scan(&got)
+		switch {
+		case err == nil && got.Valid && got.Int64 == 1:
+			return nil
+		case err == nil:
+			return errors.New("mysql: migration lock: timed out after 60s")
+		case !isRetryable(err) || time.Now().After(deadline):
+			return fmt.Errorf("mysql: migration lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("mysql: migration lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return errors.New("mysql: migration lock: timed out after 60s")
-	}
-	return nil
 }
