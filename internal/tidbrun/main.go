@@ -63,7 +63,9 @@ func run(bin string, wait time.Duration, command []string) int {
 	logFile := filepath.Join(dir, "tidb.log")
 	server := exec.Command(bin, "-store", "unistore", "-path", filepath.Join(dir, "data"),
 		"-host", "127.0.0.1", "-P", strconv.Itoa(port), "-status", strconv.Itoa(status),
-		"-socket", filepath.Join(dir, "tidb.sock"), "-log-file", logFile)
+		"-socket", filepath.Join(dir, "tidb.sock"), "-log-file", logFile,
+		// Not the default tidb-slow.log in the working directory.
+		"-log-slow-query", filepath.Join(dir, "tidb-slow.log"))
 	out, err := os.Create(filepath.Join(dir, "tidb.out"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tidbrun:", err)
