@@ -7,7 +7,7 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// Change detection for dashboards (MySQL migration 00011, SQLite 00010):
+// Change detection for dashboards (MySQL migration 00009, SQLite 00008):
 // idx_steps_updated (updated_at, run_id) covers both queries.
 
 const (
