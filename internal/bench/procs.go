@@ -110,7 +110,21 @@ type child struct {
 	stdin io.WriteCloser
 	last  atomic.Pointer[childProgress]
 	ready chan struct{}
-	done  chan error
+	done  chan struct{} // closed when the process has exited; err says how
+	err   error
+}
+
+// deadChild returns an error naming the first worker process that has exited,
+// or nil if all run.
+func deadChild(children []*child) error {
+	for i, c := range children {
+		select {
+		case <-c.done:
+			return fmt.Errorf("worker process %d exited: %v", i, c.err)
+		default:
+		}
+	}
+	return nil
 }
 
 // RunProcs measures the order workflow with cfg.Procs worker processes of
@@ -265,13 +279,30 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 		}
 		children[i] = c
 	}
+	// A worker process that dies fails the session at once, and not at
+	// --timeout as it would when its steps are never done.
+	ctx, cancelDead := context.WithCancelCause(ctx)
+	defer cancelDead(nil)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if err := deadChild(children); err != nil {
+				cancelDead(err)
+				return
+			}
+		}
+	}()
 	for i, c := range children {
 		select {
 		case <-c.ready:
-		case err := <-c.done:
-			return nil, fmt.Errorf("worker process %d exited before it was ready: %v", i, err)
+		case <-c.done:
+			return nil, fmt.Errorf("worker process %d exited before it was ready: %v", i, c.err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 	}
 	sum := func() (all childProgress, by []int64) {
@@ -310,6 +341,9 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 		wg.Wait()
 		close(errc)
 		if err := <-errc; err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return err
 		}
 		want := base + int64(n*len(orderSteps))
@@ -329,7 +363,7 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return context.Cause(ctx)
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
@@ -494,7 +528,7 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a worker process: %w", err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, ready: make(chan struct{}), done: make(chan error, 1)}
+	c := &child{cmd: cmd, stdin: stdin, ready: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		readied := false
@@ -513,7 +547,8 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 					claimTx: v[4], claimed: v[5], commitTx: v[6], committed: v[7]})
 			}
 		}
-		c.done <- cmd.Wait()
+		c.err = cmd.Wait()
+		close(c.done)
 	}()
 	return c, nil
 }

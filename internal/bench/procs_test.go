@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/dagflow/dagflow/internal/testenv"
+)
+
+// testChildEnv makes this test binary, started as a worker process of a
+// --procs session, misbehave: "exit" exits at once, "ready-exit" says
+// ready and exits soon after.
+const testChildEnv = "DAGFLOW_BENCH_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(ChildEnv) != "" {
+		switch os.Getenv(testChildEnv) {
+		case "exit":
+			os.Exit(3)
+		case "ready-exit":
+			fmt.Println("ready")
+			time.Sleep(300 * time.Millisecond)
+			os.Exit(4)
+		}
+		fmt.Fprintln(os.Stderr, "worker process of a test started without", testChildEnv)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+// procsConfig is the flags' defaults for a --procs session on the test
+// servers, with one worker process.
+func procsConfig(t *testing.T) Config {
+	t.Helper()
+	redisAddr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDSN()
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Ping(); err != nil {
+		cfg, _ := gomysql.ParseDSN(dsn)
+		testenv.Unavailable(t, "mysql at "+cfg.Addr, err)
+	}
+	var cfg Config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MySQLDSN = dsn
+	cfg.RedisAddr = redisAddr
+	cfg.Procs = 1
+	cfg.Runs = 10
+	cfg.Warmup = 0
+	cfg.Workers = 4
+	cfg.Timeout = 5 * time.Minute
+	return cfg
+}
+
+// A worker process that dies, before it is ready or in the middle of the
+// session, fails the session at once, naming how it ended, instead of
+// hanging until --timeout.
+func TestProcsChildDies(t *testing.T) {
+	for _, tc := range []struct{ mode, want string }{
+		{"exit", "exit status 3"},
+		{"ready-exit", "exit status 4"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := procsConfig(t)
+			t.Setenv(testChildEnv, tc.mode)
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := RunProcs(context.Background(), cfg, io.Discard)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("RunProcs: %v; want an error with %q", err, tc.want)
+				}
+				if d := time.Since(start); d > 30*time.Second {
+					t.Errorf("RunProcs took %v to notice the dead worker process", d)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("RunProcs has not returned %v after its worker process exited", time.Since(start))
+			}
+		})
+	}
+}
