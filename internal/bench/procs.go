@@ -213,7 +213,10 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	if err != nil {
 		return nil, err
 	}
-	mysqlPID := processByName("mariadbd", "mysqld")
+	mysqlPID, err := mysqlServerPID(ctx, serverDB)
+	if err != nil {
+		return nil, err
+	}
 
 	queues, masters, err := pickQueues(ctx, rdb, cfg.Queues)
 	if err != nil {
@@ -638,6 +641,21 @@ func redisServerPIDs(ctx context.Context, nodes []*redis.Client) ([]int, string,
 		pids = append(pids, pid)
 	}
 	return pids, version, nil
+}
+
+// mysqlServerPID is the pid of the MySQL server db is connected to, read
+// from the server's own pid file (@@pid_file), or 0 when that server does
+// not run on this machine. Another mariadbd on the machine is not taken
+// for it.
+func mysqlServerPID(ctx context.Context, db *sql.DB) (int, error) {
+	var path sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&path); err != nil {
+		return 0, fmt.Errorf("mysql pid file: %w", err)
+	}
+	if !path.Valid || path.String == "" {
+		return 0, nil
+	}
+	return pidFromFile(path.String, "mariadbd", "mysqld"), nil
 }
 
 // innodbCounters reads the global row lock, deadlock and commit counters.

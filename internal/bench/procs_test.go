@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/internal/testenv"
 )
@@ -97,5 +98,44 @@ func TestProcsChildDies(t *testing.T) {
 				t.Fatalf("RunProcs has not returned %v after its worker process exited", time.Since(start))
 			}
 		})
+	}
+}
+
+// On a Cluster node a SCAN batch holds keys of many slots; deletePrefix
+// must delete them all (a multi-key UNLINK fails with CROSSSLOT), and
+// nothing outside the prefix.
+func TestDeletePrefixCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster; skipped under -short")
+	}
+	cl := testenv.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	cc := cl.Client(t)
+	for i := range 200 {
+		if err := cc.Set(ctx, fmt.Sprintf("p:{q%d}:k", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cc.Set(ctx, "other:k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var left int64
+	for _, n := range cl.Nodes {
+		rc := redis.NewClient(n.ClientOptions())
+		if err := deletePrefix(ctx, rc, "p"); err != nil {
+			t.Errorf("deletePrefix on %s: %v", n.Addr, err)
+		}
+		k, err := rc.DBSize(ctx).Result()
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		left += k
+	}
+	if left != 1 {
+		t.Fatalf("%d keys left; want only other:k", left)
+	}
+	if n, _ := cc.Exists(ctx, "other:k").Result(); n != 1 {
+		t.Fatal("deletePrefix deleted a key outside the prefix")
 	}
 }
