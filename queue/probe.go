@@ -32,7 +32,7 @@ var (
 // checks that it has them.
 var Commands = []string{
 	"EVAL", "EVALSHA", "SUBSCRIBE", "PING",
-	"DEL", "GET", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
+	"DEL", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
 	"LLEN", "LPOP", "LPUSH", "LRANGE", "LREM", "RPUSH",
 	"PUBLISH", "SET",
 	"ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
@@ -222,7 +222,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			return err
 		}},
 		// The delayed task is due before any other: it wakes the waiter.
-		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Enqueue(ctx, name, Item{ID: ready}, Item{ID: delayed, At: now.Add(time.Hour)})
 			return err
 		}},
@@ -248,16 +248,16 @@ func (p *probe) scripts(ctx context.Context) error {
 			_, err := q.List(ctx, name, StateReady, 0, 10)
 			return err
 		}},
-		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "DEL", "PUBLISH"}, func() error {
 			return q.Release(ctx, name, ready)
 		}},
-		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "DEL", "PUBLISH"}, func() error {
 			if _, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false); err != nil {
 				return err
 			}
 			return q.Retry(ctx, name, ready, now)
 		}},
-		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Sweep(ctx, name, 10)
 			return err
 		}},

@@ -25,7 +25,7 @@ import (
 // heartbeat's ZSCORE, the release's LPUSH). The README's
 // production checklist shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
-	"+del +get +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
+	"+del +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
 	"+zadd +zcard +zrange +zrangebyscore +zrem +zscore"
 
 // TestRedisACL runs the orders as an ACL user limited to its key prefix
