@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,4 +232,63 @@ func TestClusterHungMasterDoesNotBlockOtherQueues(t *testing.T) {
 	}
 	syscall.Kill(pid, syscall.SIGCONT)
 	<-bDone
+}
+
+// On a Cluster, Probe names the operation and command a user lacks
+// among those only a Cluster needs.
+func TestClusterProbeACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster; skipped under -short")
+	}
+	var all []string
+	for _, c := range append(append([]string{}, Commands...), ClusterCommands...) {
+		all = append(all, strings.ToLower(c))
+	}
+	cases := []struct{ missing, op, needs string }{
+		{"", "", ""},
+		{"spublish", "the enqueue script", "SPUBLISH"},
+		{"ssubscribe", "SSUBSCRIBE", "SSUBSCRIBE"},
+		{"cluster|slots", "CLUSTER SLOTS", "CLUSTER|SLOTS"},
+		{"command", "COMMAND", "COMMAND"},
+	}
+	var users []string
+	for i, c := range cases {
+		rule := "u" + strconv.Itoa(i) + " on >pw resetkeys ~shop:* resetchannels &shop:* -@all"
+		for _, cmd := range all {
+			if cmd != c.missing {
+				rule += " +" + cmd
+			}
+		}
+		users = append(users, rule)
+	}
+	cl := testenv.StartClusterWith(t, 3, 0, testenv.RedisOptions{Users: users})
+	for i, c := range cases {
+		t.Run("without+"+c.missing, func(t *testing.T) {
+			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs, Username: "u" + strconv.Itoa(i), Password: "pw"})
+			defer cc.Close()
+			q, err := New(Config{Client: cc, Prefix: "shop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			err = q.Probe(ctx)
+			t.Logf("Probe after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			if c.missing == "" {
+				if err != nil {
+					t.Fatalf("Probe with every command: %v", err)
+				}
+				return
+			}
+			var pe *ProbeError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrRedisDenied) {
+				t.Fatalf("Probe: %v; want a *ProbeError wrapping ErrRedisDenied", err)
+			}
+			if !strings.Contains(pe.Op, c.op) || !slices.Contains(pe.Commands, c.needs) {
+				t.Errorf("Probe names op %q needing %v; want %q needing %s", pe.Op, pe.Commands, c.op, c.needs)
+			}
+		})
+	}
 }
