@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -137,5 +140,44 @@ func TestDeletePrefixCluster(t *testing.T) {
 	}
 	if n, _ := cc.Exists(ctx, "other:k").Result(); n != 1 {
 		t.Fatal("deletePrefix deleted a key outside the prefix")
+	}
+}
+
+// The worker's spec (an environment variable) carries no password; the
+// worker gets it on stdin and rebuilds the same DSN.
+func TestChildPasswordNotInEnv(t *testing.T) {
+	const dsn = "bench:s3cret-pw@tcp(db.example:3306)/dagflow_bench_x?parseTime=true"
+	mc, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	childDSNText, password := splitPassword(mc)
+	raw, err := json.Marshal(childSpec{DSN: childDSNText, PasswordOnStdin: password != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "s3cret-pw") {
+		t.Fatalf("the spec passed in the environment holds the password: %s", raw)
+	}
+	var spec childSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(strings.NewReader(password + "\nrest"))
+	got, err := childDSN(spec, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != mc.FormatDSN() {
+		t.Errorf("worker DSN %q, want %q", got, mc.FormatDSN())
+	}
+	if rest, _ := io.ReadAll(rd); string(rest) != "rest" {
+		t.Errorf("after the password stdin holds %q, want %q", rest, "rest")
+	}
+	if _, err := childDSN(spec, bufio.NewReader(strings.NewReader(""))); err == nil {
+		t.Error("childDSN with no password on stdin: no error")
+	}
+	if e := redactErr(errors.New("dial bench:s3cret-pw@db"), "s3cret-pw"); strings.Contains(e.Error(), "s3cret-pw") {
+		t.Errorf("redactErr kept the password: %v", e)
 	}
 }
