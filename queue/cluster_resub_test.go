@@ -61,6 +61,7 @@ func moveEmptySlot(t *testing.T, cl *testenv.RedisCluster, slot int64, src, dst 
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		for _, n := range cl.Nodes {
 			rc := redis.NewClient(n.ClientOptions())
+			//lint:ignore SA1019 CLUSTER SLOTS is what go-redis reads the slot map with
 			s, err := rc.ClusterSlots(ctx).Result()
 			rc.Close()
 			if err != nil {
