@@ -36,7 +36,8 @@
 // wake-ups use sharded pub/sub (SSUBSCRIBE on the shard that owns the
 // queue's slot, SPUBLISH from the scripts, which run in that slot), one
 // connection per queue waited on, so a wake-up does not travel to every
-// node; the flag's value tells the scripts which kind to publish.
+// node; the process that runs a script tells it which kind to publish
+// (every process on a Cluster uses a cluster client and listens sharded).
 //
 // # Access
 //

@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -20,7 +22,9 @@ import (
 // every node of the cluster. The waiting flag a consumer sets says which
 // of the two it listens on (dequeue.lua, wake in common.lua). When the
 // slot moves (a failover, a resharding) the server ends the shard
-// subscription; the notifier subscribes again, on the new owner. The scripts publish "n tasks
+// subscription, and a client with a stale slot map gets MOVED for its
+// SSUBSCRIBE; the notifier reloads the map and subscribes again, on the
+// new owner (superviseShard). The scripts publish "n tasks
 // became ready" on a queue's channel only while its waiting flag is set,
 // which a dequeue that found nothing sets: an idle queue costs a PUBLISH
 // per wake-up, a busy one nothing.
@@ -34,16 +38,15 @@ import (
 type notifier struct {
 	q *Queue
 
-	mu     sync.Mutex
-	ps     *redis.PubSub            // classic: one connection for every channel
-	shards map[string]*redis.PubSub // sharded (Cluster): one per channel
-	// shardAddr is the master each shard subscription was sent to, as
-	// the client's slot map said then.
-	shardAddr map[string]string
-	topics    map[string]*topic // by channel
-	closed    bool
-	closing   chan struct{}
-	loops     sync.WaitGroup // the receive loops
+	mu      sync.Mutex
+	ps      *redis.PubSub            // classic: one connection for every channel
+	shards  map[string]*redis.PubSub // sharded (Cluster): one per channel
+	topics  map[string]*topic        // by channel
+	closed  bool
+	closing chan struct{}
+	ctx     context.Context // canceled by close
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup // the receive loops
 }
 
 type topic struct {
@@ -67,7 +70,8 @@ type waiter struct {
 const subscribeWait = 2 * time.Second
 
 func newNotifier(q *Queue) *notifier {
-	return &notifier{q: q, topics: map[string]*topic{}, shards: map[string]*redis.PubSub{}, shardAddr: map[string]string{}, closing: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &notifier{q: q, topics: map[string]*topic{}, shards: map[string]*redis.PubSub{}, closing: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // subscribe makes sure the pub/sub connection listens on channels and that
@@ -96,8 +100,11 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 	switch {
 	case len(fresh) == 0:
 	case n.q.cluster != nil:
+		// One goroutine per channel dials and keeps the subscription,
+		// outside n.mu; the confirmation is awaited below.
 		for _, ch := range fresh {
-			n.subscribeShardLocked(ctx, ch)
+			n.loops.Add(1)
+			go n.superviseShard(ch)
 		}
 	case n.ps == nil:
 		n.ps = n.q.client.Subscribe(ctx, fresh...)
@@ -133,103 +140,161 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 	return nil
 }
 
-// subscribeShardLocked subscribes to ch with SSUBSCRIBE on a connection
-// of its own, to the shard that owns ch's slot. n.mu is held.
-func (n *notifier) subscribeShardLocked(ctx context.Context, ch string) {
-	// go-redis sends the SSUBSCRIBE now and again on every reconnect,
-	// routed by the slot map of that moment; ctx only bounds this write.
-	ps := n.q.cluster.SSubscribe(context.WithoutCancel(ctx), ch)
-	n.shards[ch] = ps
-	if m, err := n.q.cluster.MasterForKey(ctx, ch); err == nil {
-		n.shardAddr[ch] = m.Options().Addr
-	}
-	n.loops.Add(1)
-	go n.loop(ps, ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)))
-}
-
-// resubscribe replaces old, the shard subscription of ch that the server
-// ended (its slot moved), with a new one on the slot's owner now. It asks
-// the client to read the slot map again until the map names another
-// master for ch than the one old was on (up to resubscribeWait), so that
-// the new subscription is not sent back to the node that just gave the
-// slot away. The new one's confirmation wakes every waiter of ch:
-// messages may have been lost meanwhile; until then the PollInterval
-// timer is the safety net.
-func (n *notifier) resubscribe(old *redis.PubSub, ch string) {
-	n.mu.Lock()
-	if n.closed || n.shards[ch] != old {
-		n.mu.Unlock()
-		return
-	}
-	n.q.log.Info("queue: shard subscription ended by the server (slot moved); subscribing again", "channel", ch)
-	delete(n.shards, ch)
-	was := n.shardAddr[ch]
-	old.Close() // ends old's loop, this one
-	n.mu.Unlock()
-	n.loops.Add(1)
-	go func() {
-		defer n.loops.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), resubscribeWait)
-		defer cancel()
-		for {
-			n.q.cluster.ReloadState(ctx)
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-n.closing:
-				return
-			}
-			m, err := n.q.cluster.MasterForKey(ctx, ch)
-			if (err == nil && m.Options().Addr != was) || ctx.Err() != nil {
-				break
-			}
-		}
+// superviseShard keeps a shard subscription to ch, on a connection of
+// its own to the master that owns ch's slot, until the notifier closes.
+// go-redis treats a MOVED answer to SSUBSCRIBE (a stale slot map) as a
+// reply and does not reconnect, and the server ends a shard subscription
+// when the slot moves; so the subscription is made again, after a reload
+// of the slot map and with a growing backoff, whenever the server ends
+// it, answers with an error, does not confirm it within subscribeWait, or
+// does not answer a PING. It dials without n.mu, so a hung master delays
+// the subscriptions of its own slots only.
+func (n *notifier) superviseShard(ch string) {
+	defer n.loops.Done()
+	backoff := shardBackoffMin
+	for {
+		ps := n.q.cluster.SSubscribe(n.ctx, ch) // dials: not under n.mu
 		n.mu.Lock()
-		defer n.mu.Unlock()
-		if !n.closed && n.shards[ch] == nil {
-			n.subscribeShardLocked(context.Background(), ch)
+		if n.closed {
+			n.mu.Unlock()
+			ps.Close()
+			return
 		}
-	}()
+		n.shards[ch] = ps
+		n.mu.Unlock()
+		confirmed, err := n.receiveShard(ps, ch)
+		n.mu.Lock()
+		if n.shards[ch] == ps {
+			delete(n.shards, ch)
+		}
+		closed := n.closed
+		n.mu.Unlock()
+		ps.Close()
+		if closed {
+			return
+		}
+		if confirmed {
+			backoff = shardBackoffMin
+		}
+		n.q.log.Warn("queue: shard subscription lost; subscribing again", "channel", ch, "err", err, "backoff", backoff)
+		n.q.cluster.ReloadState(n.ctx)
+		select {
+		case <-time.After(backoff):
+		case <-n.closing:
+			return
+		}
+		backoff = min(2*backoff, shardBackoffMax)
+	}
 }
 
-// resubscribeWait bounds how long a shard subscription the server ended
-// waits for the client's slot map to name the slot's new master.
-const resubscribeWait = 5 * time.Second
+const (
+	shardBackoffMin = 100 * time.Millisecond
+	shardBackoffMax = 5 * time.Second
+	// shardPing is how long a shard connection may be silent before the
+	// notifier sends a PING; a PING unanswered for as long ends it.
+	shardPing = 3 * time.Second
+)
+
+// errShardEnded says that the server ended a shard subscription.
+var errShardEnded = errors.New("the server ended the subscription (slot moved)")
+
+// receiveShard reads ps, the subscription to ch, until it must be made
+// again (the error says why) or the notifier closes. confirmed reports
+// whether the server confirmed the subscription.
+func (n *notifier) receiveShard(ps *redis.PubSub, ch string) (confirmed bool, err error) {
+	deadline := time.Now().Add(subscribeWait)
+	pinged := false
+	for {
+		wait := shardPing
+		if !confirmed {
+			wait = min(wait, time.Until(deadline))
+			if wait <= 0 {
+				return false, fmt.Errorf("no ssubscribe confirmation within %v", subscribeWait)
+			}
+		}
+		m, err := ps.ReceiveTimeout(n.ctx, wait)
+		if n.ctx.Err() != nil {
+			return confirmed, n.ctx.Err()
+		}
+		if err != nil {
+			var nerr net.Error
+			if errors.As(err, &nerr) && nerr.Timeout() {
+				if !confirmed {
+					continue // the deadline check above decides
+				}
+				if pinged {
+					return true, fmt.Errorf("no answer to PING within %v", shardPing)
+				}
+				if err := ps.Ping(n.ctx); err != nil {
+					return true, fmt.Errorf("ping: %w", err)
+				}
+				pinged = true
+				continue
+			}
+			// A server error (MOVED, CLUSTERDOWN, ...) or a broken
+			// connection: make it again, on the owner the reloaded map names.
+			return confirmed, err
+		}
+		pinged = false
+		switch m := m.(type) {
+		case *redis.Subscription:
+			switch m.Kind {
+			case "sunsubscribe":
+				return confirmed, errShardEnded
+			case "ssubscribe":
+				confirmed = true
+				n.confirm(m.Channel)
+			}
+		case *redis.Message:
+			n.message(m)
+		}
+	}
+}
 
 func (n *notifier) loop(ps *redis.PubSub, msgs <-chan any) {
 	defer n.loops.Done()
 	for m := range msgs {
 		switch m := m.(type) {
 		case *redis.Subscription:
-			if m.Kind == "sunsubscribe" {
-				n.resubscribe(ps, m.Channel)
-				continue
+			if m.Kind == "subscribe" {
+				n.confirm(m.Channel)
 			}
-			if m.Kind != "subscribe" && m.Kind != "ssubscribe" {
-				continue
-			}
-			n.mu.Lock()
-			if t := n.topics[m.Channel]; t != nil {
-				select {
-				case <-t.confirmed:
-					// A resubscription after a reconnect: messages may have
-					// been lost meanwhile, so everyone looks again.
-					n.wakeLocked(m.Channel, t, math.MaxInt)
-				default:
-					close(t.confirmed)
-				}
-			}
-			n.mu.Unlock()
 		case *redis.Message:
-			count, err := strconv.Atoi(m.Payload)
-			n.mu.Lock()
-			if t := n.topics[m.Channel]; t != nil {
-				if err != nil || count < 1 {
-					count = math.MaxInt
-				}
-				n.wakeLocked(m.Channel, t, count)
-			}
-			n.mu.Unlock()
+			n.message(m)
 		}
+	}
+}
+
+// confirm records that the server confirmed the subscription to ch. A
+// confirmation after the first (a reconnect, a new shard subscription),
+// or one that came after Dequeue stopped waiting for it, wakes every
+// waiter of ch: messages may have been lost meanwhile.
+func (n *notifier) confirm(ch string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t := n.topics[ch]; t != nil {
+		select {
+		case <-t.confirmed:
+			n.wakeLocked(ch, t, math.MaxInt)
+		default:
+			close(t.confirmed)
+			if t.gaveUp {
+				n.wakeLocked(ch, t, math.MaxInt)
+			}
+		}
+	}
+}
+
+// message wakes waiters for the notification m ("n tasks became ready").
+func (n *notifier) message(m *redis.Message) {
+	count, err := strconv.Atoi(m.Payload)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t := n.topics[m.Channel]; t != nil {
+		if err != nil || count < 1 {
+			count = math.MaxInt
+		}
+		n.wakeLocked(m.Channel, t, count)
 	}
 }
 
@@ -335,6 +400,7 @@ func (n *notifier) close() error {
 	}
 	n.closed = true
 	close(n.closing)
+	n.cancel()
 	var pss []*redis.PubSub
 	if n.ps != nil {
 		pss = append(pss, n.ps)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ var (
 // checks that it has them.
 var Commands = []string{
 	"EVAL", "EVALSHA", "SUBSCRIBE", "PING",
-	"DEL", "GET", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
+	"DEL", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
 	"LLEN", "LPOP", "LPUSH", "LRANGE", "LREM", "RPUSH",
 	"PUBLISH", "SET",
 	"ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
@@ -119,7 +120,8 @@ func redisRefusal(err error) error {
 // this client may do everything the queue does: EVAL and EVALSHA, every
 // script (and so every command they call, on keys under the prefix),
 // and the pub/sub wake-up (SUBSCRIBE, and a PUBLISH from a script that
-// reaches the subscriber). It deletes the keys, also when a step fails
+// reaches the subscriber; on a Cluster SSUBSCRIBE and SPUBLISH, after
+// CLUSTER SLOTS and COMMAND, which the cluster client needs). It deletes the keys, also when a step fails
 // (if Redis lets it). It returns a *ProbeError naming the refused
 // operation, the commands it needs and its keys or channel, wrapping
 // ErrRedisAuth or ErrRedisDenied when Redis refused. Credentials never
@@ -155,6 +157,18 @@ func (p *probe) fail(op string, commands []string, keys, channel string, err err
 
 func (p *probe) run(ctx context.Context) error {
 	c := p.q.client
+	if cc := p.q.cluster; cc != nil {
+		// go-redis's cluster client needs these before anything else; a
+		// refusal would otherwise surface as a denied EVAL, or (COMMAND,
+		// which it only logs) not at all.
+		//lint:ignore SA1019 CLUSTER SLOTS is what go-redis reads the slot map with
+		if err := cc.ClusterSlots(ctx).Err(); err != nil {
+			return p.fail("CLUSTER SLOTS (the cluster client's slot map)", []string{"CLUSTER|SLOTS"}, "", "", err)
+		}
+		if err := cc.Command(ctx).Err(); err != nil {
+			return p.fail("COMMAND (the cluster client's key positions)", []string{"COMMAND"}, "", "", err)
+		}
+	}
 	if err := probeEval.Eval(ctx, c, nil).Err(); err != nil {
 		return p.fail("EVAL", []string{"EVAL"}, "", "", err)
 	}
@@ -222,7 +236,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			return err
 		}},
 		// The delayed task is due before any other: it wakes the waiter.
-		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Enqueue(ctx, name, Item{ID: ready}, Item{ID: delayed, At: now.Add(time.Hour)})
 			return err
 		}},
@@ -248,16 +262,16 @@ func (p *probe) scripts(ctx context.Context) error {
 			_, err := q.List(ctx, name, StateReady, 0, 10)
 			return err
 		}},
-		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "DEL", "PUBLISH"}, func() error {
 			return q.Release(ctx, name, ready)
 		}},
-		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "DEL", "PUBLISH"}, func() error {
 			if _, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false); err != nil {
 				return err
 			}
 			return q.Retry(ctx, name, ready, now)
 		}},
-		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "GET", "DEL", "PUBLISH"}, func() error {
+		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Sweep(ctx, name, 10)
 			return err
 		}},
@@ -268,7 +282,16 @@ func (p *probe) scripts(ctx context.Context) error {
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
-			return p.fail(s.op, s.commands, p.q.pattern(name), p.k.channel, err)
+			commands := s.commands
+			if q.cluster != nil { // the scripts publish sharded there
+				commands = slices.Clone(commands)
+				for i, c := range commands {
+					if c == "PUBLISH" {
+						commands[i] = "SPUBLISH"
+					}
+				}
+			}
+			return p.fail(s.op, commands, p.q.pattern(name), p.k.channel, err)
 		}
 	}
 	return nil

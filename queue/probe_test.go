@@ -2,11 +2,16 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/testenv"
 )
 
 // TestProbe: on a Redis that allows everything (the shared one, and
@@ -51,5 +56,54 @@ func TestCommandsListed(t *testing.T) {
 				t.Errorf("lua/%s calls %s, which Commands does not list", e.Name(), m[1])
 			}
 		}
+	}
+}
+
+// TestWakeWithoutGet: a user whose ACL predates the Cluster support (no
+// +get) can still run the queue and be woken: the scripts do not read the
+// waiting flag's value, the producer says how to publish.
+func TestWakeWithoutGet(t *testing.T) {
+	var rule strings.Builder
+	rule.WriteString("app on >pw resetkeys ~shop:* resetchannels &shop:* -@all")
+	for _, c := range Commands {
+		if c != "GET" {
+			rule.WriteString(" +" + strings.ToLower(c))
+		}
+	}
+	srv := testenv.StartRedisWith(t, testenv.RedisOptions{Users: []string{rule.String()}})
+	c := redis.NewClient(srv.UserOptions("app", "pw"))
+	t.Cleanup(func() { c.Close() })
+	// A private server: nothing to delete afterwards (the user may not SCAN).
+	q, err := New(Config{Client: c, Prefix: "shop", PollInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	ctx := context.Background()
+	if err := q.Probe(ctx); err != nil {
+		t.Fatalf("Probe without +get: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		tasks, err := q.Dequeue(dctx, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+		if err == nil && len(tasks) != 1 {
+			err = fmt.Errorf("dequeued %v, want one task", tasks)
+		}
+		got <- err
+	}()
+	admin := redis.NewClient(srv.ClientOptions())
+	t.Cleanup(func() { admin.Close() })
+	waitWaiting(t, admin, q.keys("jobs").waiting)
+	start := time.Now()
+	if _, err := q.Enqueue(ctx, "jobs", Item{ID: "t1"}); err != nil {
+		t.Fatalf("enqueue without +get: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("woken %v after the enqueue (PollInterval 1m): the wake-up was lost", d)
 	}
 }

@@ -162,7 +162,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 	}
 	k := q.keys(queue)
 	args := make([]any, 0, 2+2*len(items))
-	args = append(args, k.channel, q.now().UnixMilli())
+	args = append(args, k.channel, q.how(), q.now().UnixMilli())
 	for _, it := range items {
 		if err := ValidateID(it.ID); err != nil {
 			return nil, err
@@ -222,7 +222,7 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 	}
 	k := q.keys(queue)
 	n, err := q.run(ctx, scriptRetry, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
-		k.channel, q.now().UnixMilli(), id, dueMillis(at)).Int()
+		k.channel, q.now().UnixMilli(), id, dueMillis(at), q.how()).Int()
 	if err != nil {
 		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
 	}
@@ -241,7 +241,7 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 		return err
 	}
 	k := q.keys(queue)
-	args := append([]any{k.channel}, strArgs(ids)...)
+	args := append([]any{k.channel, q.how()}, strArgs(ids)...)
 	if err := q.run(ctx, scriptRelease, []string{k.ready, k.leased, k.index, k.waiting}, args...).Err(); err != nil {
 		return fmt.Errorf("queue: release in %q: %w", queue, err)
 	}
@@ -288,7 +288,7 @@ func (q *Queue) Sweep(ctx context.Context, queue string, limit int) (SweepResult
 	}
 	k := q.keys(queue)
 	res, err := q.run(ctx, scriptSweep, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
-		k.channel, q.now().UnixMilli(), limit).Int64Slice()
+		k.channel, q.now().UnixMilli(), limit, q.how()).Int64Slice()
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("queue: sweep %q: %w", queue, err)
 	}
@@ -468,6 +468,17 @@ func asInt(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// how says how this process listens for wake-ups and so how its scripts
+// publish them: "s", sharded pub/sub, on a Redis Cluster (where every
+// process uses a cluster client), else "1", classic pub/sub. See wake in
+// lua/common.lua.
+func (q *Queue) how() string {
+	if q.cluster != nil {
+		return "s"
+	}
+	return "1"
 }
 
 // run runs a script, and on a Redis Cluster has the client read the slot

@@ -97,20 +97,25 @@ func parseProcPidStat(line string) (float64, error) {
 	return float64(u+s) / clockTicks, nil
 }
 
-// processByName returns the pid of the first process whose command name
-// is one of names, or 0.
-func processByName(names ...string) int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			if strings.TrimSpace(string(b)) == n {
-				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
-				return pid
-			}
+// pidFromFile returns the pid written in the pid file path if that
+// process runs on this machine under one of names, or 0: the file of a
+// server elsewhere, or of one that has exited, names no such process.
+func pidFromFile(path string, names ...string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+	if err != nil {
+		return 0
+	}
+	for _, n := range names {
+		if strings.TrimSpace(string(comm)) == n {
+			return pid
 		}
 	}
 	return 0

@@ -3,9 +3,15 @@
 package bench
 
 import (
+	"context"
+	"database/sql"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dagflow/dagflow/internal/testenv"
 )
 
 func TestParseProcStatCPU(t *testing.T) {
@@ -47,5 +53,57 @@ func TestParseProcPidStat(t *testing.T) {
 	}
 	if v := procCPUs([]int{0}); v != nil {
 		t.Errorf("procCPUs(0) = %v, want nil", v)
+	}
+}
+
+// The MySQL server's CPU is read from the process its pid file names,
+// only if that process has the server's name.
+func TestPidFromFile(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "x.pid")
+	if err := os.WriteFile(file, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := pidFromFile(file, strings.TrimSpace(string(self))); got != os.Getpid() {
+		t.Errorf("pidFromFile(own pid, own name) = %d, want %d", got, os.Getpid())
+	}
+	if got := pidFromFile(file, "mariadbd", "mysqld"); got != 0 {
+		t.Errorf("pidFromFile(own pid, mariadbd) = %d, want 0: another process taken for the server", got)
+	}
+	if got := pidFromFile(filepath.Join(dir, "missing.pid"), "mariadbd"); got != 0 {
+		t.Errorf("pidFromFile(missing file) = %d, want 0", got)
+	}
+}
+
+func TestMySQLServerPID(t *testing.T) {
+	db, err := sql.Open("mysql", testenv.MySQLDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		testenv.Unavailable(t, "mysql", err)
+	}
+	var path string
+	if err := db.QueryRow("SELECT @@pid_file").Scan(&path); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := mysqlServerPID(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ferr := os.ReadFile(path)
+	if ferr != nil {
+		if pid != 0 {
+			t.Fatalf("mysqlServerPID = %d although %s cannot be read (server not local)", pid, path)
+		}
+		return
+	}
+	if want, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid != want {
+		t.Fatalf("mysqlServerPID = %d, want %d from %s", pid, want, path)
 	}
 }

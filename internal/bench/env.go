@@ -141,23 +141,33 @@ func (env *environment) close() {
 }
 
 // deletePrefix removes every key under prefix+":" (and nothing else).
+// It unlinks each key on its own (pipelined): on a Cluster node the keys
+// of one SCAN batch lie in many slots, which one UNLINK cannot take.
 func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) error {
 	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var batch []string
+	flush := func() error {
+		pipe := rdb.Pipeline()
+		for _, k := range batch {
+			pipe.Unlink(ctx, k)
+		}
+		batch = batch[:0]
+		_, err := pipe.Exec(ctx)
+		return err
+	}
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 500 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+			if err := flush(); err != nil {
 				return err
 			}
-			batch = batch[:0]
 		}
 	}
 	if err := iter.Err(); err != nil {
 		return err
 	}
 	if len(batch) > 0 {
-		return rdb.Unlink(ctx, batch...).Err()
+		return flush()
 	}
 	return nil
 }

@@ -34,13 +34,17 @@ const ChildEnv = "DAGFLOW_BENCH_CHILD"
 // childSpec is what the parent of a --procs session tells each worker
 // process.
 type childSpec struct {
-	DSN         string   // with the session's database
-	RedisAddr   string   // a single Redis, or
-	Cluster     []string // the nodes of a Redis Cluster
-	Prefix      string
-	Workers     int
-	Queues      []string // one order workflow per queue: order-<i> on Queues[i]
-	MaxOpenConn int
+	// DSN is the session's database, without the password: that comes
+	// as the first line of the child's stdin when PasswordOnStdin (an
+	// environment variable is readable by more than the process).
+	DSN             string
+	PasswordOnStdin bool
+	RedisAddr       string   // a single Redis, or
+	Cluster         []string // the nodes of a Redis Cluster
+	Prefix          string
+	Workers         int
+	Queues          []string // one order workflow per queue: order-<i> on Queues[i]
+	MaxOpenConn     int
 }
 
 // ProcsResult is what RunProcs measured: one JSON line per session.
@@ -110,7 +114,21 @@ type child struct {
 	stdin io.WriteCloser
 	last  atomic.Pointer[childProgress]
 	ready chan struct{}
-	done  chan error
+	done  chan struct{} // closed when the process has exited; err says how
+	err   error
+}
+
+// deadChild returns an error naming the first worker process that has exited,
+// or nil if all run.
+func deadChild(children []*child) error {
+	for i, c := range children {
+		select {
+		case <-c.done:
+			return fmt.Errorf("worker process %d exited: %v", i, c.err)
+		default:
+		}
+	}
+	return nil
 }
 
 // RunProcs measures the order workflow with cfg.Procs worker processes of
@@ -199,7 +217,10 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	if err != nil {
 		return nil, err
 	}
-	mysqlPID := processByName("mariadbd", "mysqld")
+	mysqlPID, err := mysqlServerPID(ctx, serverDB)
+	if err != nil {
+		return nil, err
+	}
 
 	queues, masters, err := pickQueues(ctx, rdb, cfg.Queues)
 	if err != nil {
@@ -241,7 +262,8 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 	if err != nil {
 		return nil, err
 	}
-	spec := childSpec{DSN: dsn, RedisAddr: cfg.RedisAddr, Cluster: cfg.RedisCluster, Prefix: prefix,
+	childDSN, password := splitPassword(mc)
+	spec := childSpec{DSN: childDSN, PasswordOnStdin: password != "", RedisAddr: cfg.RedisAddr, Cluster: cfg.RedisCluster, Prefix: prefix,
 		Workers: cfg.Workers, Queues: queues, MaxOpenConn: 32}
 	raw, _ := json.Marshal(spec)
 	children := make([]*child, cfg.Procs)
@@ -259,19 +281,36 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 		}
 	}()
 	for i := range children {
-		c, err := startChild(self, string(raw), stderr)
+		c, err := startChild(self, string(raw), password, stderr)
 		if err != nil {
 			return nil, err
 		}
 		children[i] = c
 	}
+	// A worker process that dies fails the session at once, and not at
+	// --timeout as it would when its steps are never done.
+	ctx, cancelDead := context.WithCancelCause(ctx)
+	defer cancelDead(nil)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if err := deadChild(children); err != nil {
+				cancelDead(err)
+				return
+			}
+		}
+	}()
 	for i, c := range children {
 		select {
 		case <-c.ready:
-		case err := <-c.done:
-			return nil, fmt.Errorf("worker process %d exited before it was ready: %v", i, err)
+		case <-c.done:
+			return nil, fmt.Errorf("worker process %d exited before it was ready: %v", i, c.err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 	}
 	sum := func() (all childProgress, by []int64) {
@@ -310,6 +349,9 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 		wg.Wait()
 		close(errc)
 		if err := <-errc; err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return err
 		}
 		want := base + int64(n*len(orderSteps))
@@ -329,7 +371,7 @@ func RunProcs(ctx context.Context, cfg Config, stderr io.Writer) (*ProcsResult, 
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return context.Cause(ctx)
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
@@ -479,7 +521,7 @@ func pickQueues(ctx context.Context, rdb redis.UniversalClient, n int) ([]string
 // startChild starts a worker process and reads its protocol lines:
 // "ready", then "progress <succeeded> <dead> <errors> <cpu ns> <claim
 // txs> <claimed> <completion txs> <completed>".
-func startChild(self, spec string, stderr io.Writer) (*child, error) {
+func startChild(self, spec, password string, stderr io.Writer) (*child, error) {
 	cmd := exec.Command(self, "bench")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+spec)
 	cmd.Stderr = stderr
@@ -494,7 +536,15 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a worker process: %w", err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, ready: make(chan struct{}), done: make(chan error, 1)}
+	c := &child{cmd: cmd, stdin: stdin, ready: make(chan struct{}), done: make(chan struct{})}
+	if password != "" {
+		// The pipe's buffer takes it; the child reads it first.
+		if _, err := io.WriteString(stdin, password+"\n"); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return nil, fmt.Errorf("pass the password to a worker process: %w", err)
+		}
+	}
 	go func() {
 		sc := bufio.NewScanner(out)
 		readied := false
@@ -513,7 +563,8 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 					claimTx: v[4], claimed: v[5], commitTx: v[6], committed: v[7]})
 			}
 		}
-		c.done <- cmd.Wait()
+		c.err = cmd.Wait()
+		close(c.done)
 	}()
 	return c, nil
 }
@@ -521,18 +572,26 @@ func startChild(self, spec string, stderr io.Writer) (*child, error) {
 // RunChild is the body of a worker process of a --procs session: an
 // engine node running the session's order workflows until its stdin
 // ends, printing its progress to out every 10 ms.
-func RunChild(ctx context.Context, rawSpec string, in io.Reader, out io.Writer) error {
+func RunChild(ctx context.Context, rawSpec string, in io.Reader, out io.Writer) (err error) {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(rawSpec), &spec); err != nil {
 		return fmt.Errorf("%s: %w", ChildEnv, err)
 	}
+	rd := bufio.NewReader(in)
+	dsn, err := childDSN(spec, rd)
+	if err != nil {
+		return err
+	}
+	if mc, perr := gomysql.ParseDSN(dsn); perr == nil && mc.Passwd != "" {
+		defer func() { err = redactErr(err, mc.Passwd) }()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		io.Copy(io.Discard, in)
+		io.Copy(io.Discard, rd)
 		cancel()
 	}()
-	st, err := mysql.Open(ctx, mysql.Config{DSN: spec.DSN, MaxOpenConns: spec.MaxOpenConn})
+	st, err := mysql.Open(ctx, mysql.Config{DSN: dsn, MaxOpenConns: spec.MaxOpenConn})
 	if err != nil {
 		return err
 	}
@@ -588,6 +647,40 @@ func RunChild(ctx context.Context, rawSpec string, in io.Reader, out io.Writer) 
 	return e.Stop(sctx)
 }
 
+// splitPassword returns mc's DSN without its password, and the password.
+func splitPassword(mc *gomysql.Config) (dsn, password string) {
+	c := mc.Clone()
+	password, c.Passwd = c.Passwd, ""
+	return c.FormatDSN(), password
+}
+
+// childDSN is the DSN of spec with the password the parent wrote as the
+// first line of in, when spec says it did.
+func childDSN(spec childSpec, in *bufio.Reader) (string, error) {
+	if !spec.PasswordOnStdin {
+		return spec.DSN, nil
+	}
+	line, err := in.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("read the MySQL password from stdin: %w", err)
+	}
+	mc, err := gomysql.ParseDSN(spec.DSN)
+	if err != nil {
+		return "", fmt.Errorf("%s: DSN: %w", ChildEnv, err)
+	}
+	mc.Passwd = strings.TrimSuffix(line, "\n")
+	return mc.FormatDSN(), nil
+}
+
+// redactErr replaces password in err's text, should a driver have put it
+// there, so that the worker's error output cannot show it.
+func redactErr(err error, password string) error {
+	if err == nil || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), password, "xxxxx"))
+}
+
 // redisServerPIDs are the process ids of the Redis servers (INFO server's
 // process_id), and their version.
 func redisServerPIDs(ctx context.Context, nodes []*redis.Client) ([]int, string, error) {
@@ -603,6 +696,21 @@ func redisServerPIDs(ctx context.Context, nodes []*redis.Client) ([]int, string,
 		pids = append(pids, pid)
 	}
 	return pids, version, nil
+}
+
+// mysqlServerPID is the pid of the MySQL server db is connected to, read
+// from the server's own pid file (@@pid_file), or 0 when that server does
+// not run on this machine. Another mariadbd on the machine is not taken
+// for it.
+func mysqlServerPID(ctx context.Context, db *sql.DB) (int, error) {
+	var path sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&path); err != nil {
+		return 0, fmt.Errorf("mysql pid file: %w", err)
+	}
+	if !path.Valid || path.String == "" {
+		return 0, nil
+	}
+	return pidFromFile(path.String, "mariadbd", "mysqld"), nil
 }
 
 // innodbCounters reads the global row lock, deadlock and commit counters.

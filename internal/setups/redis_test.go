@@ -25,7 +25,7 @@ import (
 // heartbeat's ZSCORE, the release's LPUSH). The README's
 // production checklist shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
-	"+del +get +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
+	"+del +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
 	"+zadd +zcard +zrange +zrangebyscore +zrem +zscore"
 
 // TestRedisACL runs the orders as an ACL user limited to its key prefix
@@ -73,10 +73,13 @@ func TestRedisClusterACL(t *testing.T) {
 }
 
 // clusterACLCommands are what a Cluster user needs beyond aclCommands:
-// go-redis's cluster client reads the slot map with CLUSTER SLOTS and the
-// commands' key positions with COMMAND (found the same way: each one
-// missing, the runs never finished and the ACL log named it), and the
-// wake-ups use sharded pub/sub there (SSUBSCRIBE; SPUBLISH in the
+// go-redis's cluster client reads the slot map with CLUSTER SLOTS
+// (without it every call fails, the error naming cluster|slots) and the
+// commands' key positions with COMMAND (without it the client only logs
+// "getting command info: NOPERM", again and again, and falls back to its
+// built-in key positions, which serve the queue's commands: nothing fails
+// but the log fills, so it is required and queue.Probe checks it), and
+// the wake-ups use sharded pub/sub there (SSUBSCRIBE; SPUBLISH in the
 // scripts). queue.ClusterCommands lists the same.
 const clusterACLCommands = "+cluster|slots +command +ssubscribe +spublish"
 

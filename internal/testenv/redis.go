@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,8 +27,10 @@ type RedisServer struct {
 	Opts RedisOptions
 
 	conf string // redis.conf in the test's temporary directory
-	proc *Process
 	t    testing.TB
+
+	mu   sync.Mutex // guards proc: Kill may race with Running
+	proc *Process
 }
 
 // RedisOptions configure StartRedisWith. The zero value is a plain server
@@ -122,21 +125,32 @@ func (s *RedisServer) config(dir string) string {
 // Start (re)starts the server on its port and waits until it answers.
 func (s *RedisServer) Start() {
 	s.t.Helper()
-	s.proc = startProcess(s.t, "redis-server", s.conf)
-	waitRedis(s.t, s.ClientOptions(), s.proc)
+	p := startProcess(s.t, "redis-server", s.conf)
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	waitRedis(s.t, s.ClientOptions(), p)
 }
 
 // Kill stops the server with SIGKILL (it keeps nothing) and waits for it.
 func (s *RedisServer) Kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.Kill()
 	}
 }
 
 // Running reports whether the server is up (it was not killed, or was
 // started again).
-func (s *RedisServer) Running() bool { return s.proc != nil && !s.proc.Exited() }
+func (s *RedisServer) Running() bool {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	return p != nil && !p.Exited()
+}
 
 // ClientOptions returns options that connect to the server as the
 // default user (with Password, and TLS with the CA and its client

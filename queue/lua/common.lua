@@ -51,16 +51,16 @@ local function callchunks(cmd, key, items)
 end
 
 -- wake publishes msg on channel if a consumer said it is waiting (the
--- flag key exists), and consumes the flag. The flag's value says how the
--- waiting consumer listens: "s" on the shard channel (SSUBSCRIBE, on a
--- Redis Cluster: SPUBLISH reaches only the slot's shard), anything else
--- on the classic channel (PUBLISH).
-local function wake(flag, channel, msg)
-  local how = redis.call('GET', flag)
-  if not how then
+-- flag key exists), and consumes the flag. how is the calling process's
+-- own way: "s" with SPUBLISH on the shard channel (on a Redis Cluster,
+-- where every process uses a cluster client and listens with SSUBSCRIBE:
+-- SPUBLISH reaches only the slot's shard), anything else with PUBLISH.
+-- The flag's value is not read: that would need GET, which ACL users of
+-- older versions lack.
+local function wake(flag, channel, msg, how)
+  if redis.call('DEL', flag) == 0 then
     return
   end
-  redis.call('DEL', flag)
   if how == 's' then
     redis.call('SPUBLISH', channel, msg)
   else
@@ -70,16 +70,16 @@ end
 
 -- notify publishes n (tasks that became ready) on channel if a consumer
 -- said it is waiting; it consumes the flag.
-local function notify(flag, channel, n)
+local function notify(flag, channel, n, how)
   if n > 0 then
-    wake(flag, channel, n)
+    wake(flag, channel, n, how)
   end
 end
 
 -- wakeall publishes "0" (wake every waiter, to look at its timers again)
 -- on channel if a consumer said it is waiting; it consumes the flag.
-local function wakeall(flag, channel)
-  wake(flag, channel, 0)
+local function wakeall(flag, channel, how)
+  wake(flag, channel, 0, how)
 end
 
 -- sooner reports whether a task due at due (ms) falls due before every

@@ -4,17 +4,18 @@
 -- KEYS[3] index bucket prefix
 -- KEYS[4] waiting flag
 -- ARGV[1] notify channel
--- ARGV[2] now, unix ms
--- ARGV[3..] pairs: task id, due unix ms (<= now: ready at once)
+-- ARGV[2] how to publish ("s": SPUBLISH, see wake in common.lua)
+-- ARGV[3] now, unix ms
+-- ARGV[4..] pairs: task id, due unix ms (<= now: ready at once)
 -- Returns one integer per task: 1 added, 0 already ready, delayed or leased.
 -- A delayed task due before every other wakes the waiting consumers, so
 -- that they sleep until it is due rather than until their poll interval.
 -- An index entry in state 3 (OLDDEAD, left by an older version's dead set)
 -- is treated as absent and overwritten: that task can be enqueued again.
-local now = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
 local added, ready = {}, {}
 local wake = false
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local id, due = ARGV[i], tonumber(ARGV[i + 1])
   local state = DELAYED
   if due <= now then
@@ -42,8 +43,8 @@ for i = 3, #ARGV, 2 do
 end
 callchunks('RPUSH', KEYS[1], ready)
 if wake then
-  wakeall(KEYS[4], ARGV[1])
+  wakeall(KEYS[4], ARGV[1], ARGV[2])
 else
-  notify(KEYS[4], ARGV[1], #ready)
+  notify(KEYS[4], ARGV[1], #ready, ARGV[2])
 end
 return added

@@ -5,10 +5,11 @@
 -- KEYS[3] index bucket prefix
 -- KEYS[4] waiting flag
 -- ARGV[1] notify channel
--- ARGV[2..] task ids
+-- ARGV[2] how to publish ("s": SPUBLISH, see wake in common.lua)
+-- ARGV[3..] task ids
 -- Returns the number of tasks released (ids not leased are skipped).
 local back = {}
-for i = #ARGV, 2, -1 do
+for i = #ARGV, 3, -1 do
   local id = ARGV[i]
   local state, d, key = iget(KEYS[3], id)
   if state == LEASED then
@@ -18,5 +19,5 @@ for i = #ARGV, 2, -1 do
   end
 end
 callchunks('LPUSH', KEYS[1], back)
-notify(KEYS[4], ARGV[1], #back)
+notify(KEYS[4], ARGV[1], #back, ARGV[2])
 return #back

@@ -8,6 +8,7 @@
 -- ARGV[2] now, unix ms
 -- ARGV[3] task id
 -- ARGV[4] due, unix ms
+-- ARGV[5] how to publish ("s": SPUBLISH, see wake in common.lua)
 -- Returns 1, or 0 if the task is not leased. A task due before every
 -- other delayed one wakes the waiting consumers (see enqueue.lua).
 local id, due = ARGV[3], tonumber(ARGV[4])
@@ -19,10 +20,10 @@ redis.call('ZREM', KEYS[3], id)
 if due <= tonumber(ARGV[2]) then
   redis.call('RPUSH', KEYS[1], id)
   iset(key, id, READY, d)
-  notify(KEYS[5], ARGV[1], 1)
+  notify(KEYS[5], ARGV[1], 1, ARGV[5])
 else
   if sooner(KEYS[2], due) then
-    wakeall(KEYS[5], ARGV[1])
+    wakeall(KEYS[5], ARGV[1], ARGV[5])
   end
   redis.call('ZADD', KEYS[2], due, id)
   iset(key, id, DELAYED, d)

@@ -7,7 +7,8 @@
 -- ARGV[1] notify channel
 -- ARGV[2] now, unix ms
 -- ARGV[3] limit for each of the two moves
+-- ARGV[4] how to publish ("s": SPUBLISH, see wake in common.lua)
 -- Returns {promoted, expired}.
 local p, e = promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[2]), tonumber(ARGV[3]))
-notify(KEYS[5], ARGV[1], p + e)
+notify(KEYS[5], ARGV[1], p + e, ARGV[4])
 return { p, e }
