@@ -248,7 +248,7 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 		msg += fmt.Sprintf(" Refused %d: %s", len(refused), shorten(strings.Join(refused, "; "), 400))
 	}
 	back := r.PostForm.Get("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+	if !localPath(back) {
 		back = "/dead-letters"
 	}
 	return d.redirect(w, r, back, msg)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // cookieName is the session cookie's name.
@@ -241,13 +243,43 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, s *session) e
 }
 
 // safeNext keeps a post-login destination on this server: a path under
-// base, never another host ("//evil", "/\evil").
+// base, never another host ("//evil", "/\\evil", "/\t/evil").
 func safeNext(next, base string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") || !strings.HasPrefix(next, base+"/") {
+	if !localPath(next) || !strings.HasPrefix(next, base+"/") {
 		return base + "/"
 	}
 	return next
+}
+
+// localPath reports whether p is a path on this server that a browser
+// cannot read as another host: it parses as a URL without scheme, host
+// or user, starts with exactly one "/", and holds no control character
+// (browsers drop tabs and newlines, so "/\t/evil" would become
+// "//evil") and no backslash (which browsers read as "/"), neither as
+// written nor once percent-decoded.
+func localPath(p string) bool {
+	if !plainPath(p) {
+		return false
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	return plainPath(u.Path)
+}
+
+// plainPath: starts with a single "/", and has no control character
+// and no backslash.
+func plainPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return false
+	}
+	for _, r := range p {
+		if r == '\\' || unicode.IsControl(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
