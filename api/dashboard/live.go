@@ -22,6 +22,11 @@ import (
 // persistence.ChangeFeed), every page is told to refresh this often.
 const fullRefreshEvery = 5 * time.Second
 
+// sessionCheckEvery is how often an open stream checks its session
+// again (besides ending at once when the session is dropped): a revoked
+// key or an expired session ends its streams within this.
+const sessionCheckEvery = 2 * time.Second
+
 // maxRunsPerEvent bounds the run ids an event lists; more are sent as
 // "everything changed".
 const maxRunsPerEvent = 200
@@ -215,8 +220,9 @@ func (s *subscriber) take() (change, bool) {
 
 // events is a page's event stream: "change" events naming the runs that
 // changed (or "all"), filtered to ?run= when the page shows one run, and
-// a heartbeat comment while nothing changes.
-func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) error {
+// a heartbeat comment while nothing changes. The stream ends when its
+// session does: logout, expiry, or its key's revocation.
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) error {
 	select {
 	case <-d.live.closed:
 		http.Error(w, "dashboard: the server is shutting down", http.StatusServiceUnavailable)
@@ -244,12 +250,22 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) e
 	}
 	hb := time.NewTicker(d.cfg.Heartbeat)
 	defer hb.Stop()
+	check := time.NewTicker(min(sessionCheckEvery, d.cfg.Heartbeat))
+	defer check.Stop()
+	ended := d.sessions.ended(s.id)
 	for {
 		select {
 		case <-r.Context().Done():
 			return nil
 		case <-d.live.closed:
 			return nil
+		case <-ended:
+			return nil
+		case <-check.C:
+			if !d.stillValid(r, s.id) {
+				return nil
+			}
+			continue
 		case <-hb.C:
 			extend()
 			if _, err := fmt.Fprintf(w, ": heartbeat %d\n\n", time.Now().Unix()); err != nil {

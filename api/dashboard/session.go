@@ -41,10 +41,54 @@ type sessions struct {
 	m   map[string]*session
 	ttl time.Duration
 	now func() time.Time
+	// ends holds a channel per session, closed when the session goes
+	// (logout, expiry, eviction, its key's revocation): its event
+	// streams end with it.
+	ends map[string]chan struct{}
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{m: map[string]*session{}, ttl: ttl, now: now}
+	return &sessions{m: map[string]*session{}, ends: map[string]chan struct{}{}, ttl: ttl, now: now}
+}
+
+// remove forgets a session and ends its streams; ss.mu is held.
+func (ss *sessions) remove(id string) {
+	delete(ss.m, id)
+	if c, ok := ss.ends[id]; ok {
+		close(c)
+		delete(ss.ends, id)
+	}
+}
+
+// ended returns a channel closed when the session id goes (already
+// closed if it is gone).
+func (ss *sessions) ended(id string) <-chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if c, ok := ss.ends[id]; ok {
+		return c
+	}
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// peek returns a copy of the session without counting it as used (an
+// open event stream is not activity): nil if it is gone or idle past
+// the TTL.
+func (ss *sessions) peek(id string) *session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[id]
+	if !ok {
+		return nil
+	}
+	if ss.now().Sub(s.seen) > ss.ttl {
+		ss.remove(id)
+		return nil
+	}
+	c := *s
+	return &c
 }
 
 func randomToken() string {
@@ -66,9 +110,10 @@ func (ss *sessions) create(secret string, anonymous bool, name string, scope Sco
 				oldest = x
 			}
 		}
-		delete(ss.m, oldest.id)
+		ss.remove(oldest.id)
 	}
 	ss.m[s.id] = s
+	ss.ends[s.id] = make(chan struct{})
 	return s
 }
 
@@ -81,7 +126,7 @@ func (ss *sessions) get(id string) *session {
 	}
 	now := ss.now()
 	if now.Sub(s.seen) > ss.ttl {
-		delete(ss.m, id)
+		ss.remove(id)
 		return nil
 	}
 	s.seen = now
@@ -89,10 +134,36 @@ func (ss *sessions) get(id string) *session {
 	return &c
 }
 
+// drop forgets a session and ends its event streams.
 func (ss *sessions) drop(id string) {
 	ss.mu.Lock()
-	delete(ss.m, id)
+	ss.remove(id)
 	ss.mu.Unlock()
+}
+
+// stillValid checks an open stream's session again: not dropped nor
+// expired, its key still valid (or keyless access still open). A key
+// that is unknown now drops the session; an error reading the keys
+// keeps the stream (the next check tries again).
+func (d *Dashboard) stillValid(r *http.Request, id string) bool {
+	s := d.sessions.peek(id)
+	if s == nil {
+		return false
+	}
+	if s.anonymous {
+		open, err := d.anonymousOpen(r)
+		if err == nil && !open {
+			d.sessions.drop(id)
+			return false
+		}
+		return err == nil
+	}
+	_, err := d.cfg.Authenticate(r.Context(), s.secret)
+	if errors.Is(err, ErrUnknownKey) {
+		d.sessions.drop(id)
+		return false
+	}
+	return true
 }
 
 // sessionOf returns the request's session: the cookie's, checked again
