@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -266,6 +267,10 @@ func (d *Dashboard) wrap(rt route) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := readForm(w, r, maxFormBytes); err != nil {
+				d.fail(w, r, s, err)
+				return
+			}
 			if err := checkCSRF(r, s); err != nil {
 				d.fail(w, r, s, err)
 				return
@@ -277,11 +282,41 @@ func (d *Dashboard) wrap(rt route) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		if err := rt.handle(w, r, s); err != nil {
 			d.fail(w, r, s, err)
 		}
 	})
+}
+
+// maxFormBytes bounds a dashboard form's body (a bulk form of maxBulk
+// ids fits many times over).
+const maxFormBytes = 1 << 20
+
+// readForm reads a POST's form under a body limit of max bytes, set
+// before anything reads the body: a body declared larger is refused
+// unread (413), one that turns out larger stops at the limit (413), and
+// only an application/x-www-form-urlencoded body is taken (415
+// otherwise; the dashboard's forms send nothing else, and multipart
+// would let a request spill files to disk).
+func readForm(w http.ResponseWriter, r *http.Request, max int64) error {
+	if r.ContentLength > max {
+		return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("The form is %d bytes; at most %d are taken.", r.ContentLength, max)}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/x-www-form-urlencoded" {
+			return &httpError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("The form's Content-Type %q is not application/x-www-form-urlencoded.", truncate(ct))}
+		}
+	}
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("The form is larger than %d bytes.", max)}
+		}
+		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
+	}
+	return nil
 }
 
 // httpError is an error answered with its status and message.

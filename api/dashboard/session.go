@@ -284,7 +284,10 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, nil, err)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := readForm(w, r, 64<<10); err != nil {
+		d.fail(w, r, nil, err)
+		return
+	}
 	secret := strings.TrimSpace(r.PostFormValue("key"))
 	next := safeNext(r.PostFormValue("next"), d.cfg.BasePath)
 	p, err := d.cfg.Authenticate(r.Context(), secret)
