@@ -22,6 +22,14 @@ import (
 // persistence.ChangeFeed), every page is told to refresh this often.
 const fullRefreshEvery = 5 * time.Second
 
+// changeOverlap is how far behind its newest change the detector reads
+// again: update times come from the writers' clocks, so a change can be
+// stamped before one already read. Changes read twice are skipped by
+// run and time. A change stamped more than this behind the newest one
+// is missed by the stream (run pages of unfinished runs still refresh
+// every 30 s).
+const changeOverlap = 5 * time.Second
+
 // sessionCheckEvery is how often an open stream checks its session
 // again (besides ending at once when the session is dropped): a revoked
 // key or an expired session ends its streams within this.
@@ -84,6 +92,12 @@ type detector struct {
 	casts   atomic.Int64
 	latest  time.Time
 	started bool
+	// seen are the changes read within changeOverlap of latest: the
+	// next poll reads them again and skips them.
+	seen map[persistence.StepChange]struct{}
+	// noOverlap: the store lists no Changes, so windows cannot be
+	// deduplicated and are not overlapped.
+	noOverlap bool
 	// closed ends every stream (CloseStreams): a server's graceful
 	// shutdown waits for open requests, and a stream never ends by
 	// itself.
@@ -160,32 +174,77 @@ func (d *detector) loop(stop, done chan struct{}) {
 	}
 }
 
-// poll asks the store what changed since the last poll.
+// poll asks the store what changed since the last poll, reading
+// changeOverlap back from the newest change it has read.
 func (d *detector) poll(ctx context.Context) (change, bool) {
 	d.polls.Add(1)
 	d.mu.Lock()
-	after, started := d.latest, d.started
+	latest, started, overlap := d.latest, d.started, !d.noOverlap
 	d.mu.Unlock()
+	after := latest
+	if started && overlap && !latest.IsZero() {
+		after = latest.Add(-changeOverlap)
+	}
+	if !started {
+		after = time.Time{}
+	}
 	res, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: after, Limit: 1000})
 	if err != nil {
 		d.log.Warn("dashboard: the change detector cannot read the store", "err", err)
 		return change{}, false
 	}
 	d.mu.Lock()
-	d.latest, d.started = res.Latest, true
-	d.mu.Unlock()
-	if !started || after.IsZero() {
+	defer d.mu.Unlock()
+	if !started || latest.IsZero() {
+		d.latest, d.started, d.seen = res.Latest, true, map[persistence.StepChange]struct{}{}
+		if overlap && !res.Latest.IsZero() {
+			// The changes the next poll's window reads again happened
+			// before the streams opened: mark them seen.
+			d.mu.Unlock()
+			w, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: res.Latest.Add(-changeOverlap), Limit: 1000})
+			d.mu.Lock()
+			if err == nil {
+				for _, ch := range w.Changes {
+					ch.At = ch.At.UTC()
+					d.seen[ch] = struct{}{}
+				}
+			}
+		}
 		return change{}, false
+	}
+	if res.Latest.After(d.latest) {
+		d.latest = res.Latest
 	}
 	if res.More {
 		return change{all: true}, true
 	}
-	if len(res.RunIDs) == 0 {
-		return change{}, false
+	if len(res.RunIDs) > 0 && len(res.Changes) == 0 {
+		d.noOverlap = true // a store that lists no Changes
 	}
 	c := change{runs: map[string]bool{}}
-	for _, id := range res.RunIDs {
-		c.runs[id] = true
+	if len(res.Changes) == 0 {
+		for _, id := range res.RunIDs {
+			c.runs[id] = true
+		}
+	}
+	for _, ch := range res.Changes {
+		ch.At = ch.At.UTC()
+		if _, ok := d.seen[ch]; ok {
+			continue
+		}
+		d.seen[ch] = struct{}{}
+		c.runs[ch.RunID] = true
+	}
+	// The next poll reads after latest-changeOverlap: older ones will not
+	// come back.
+	floor := d.latest.Add(-changeOverlap)
+	for ch := range d.seen {
+		if !ch.At.After(floor) {
+			delete(d.seen, ch)
+		}
+	}
+	if len(c.runs) == 0 {
+		return change{}, false
 	}
 	return c, true
 }

@@ -106,6 +106,11 @@
     // Rates and ages move without a run changing.
     setInterval(function () { if (!document.hidden) { refresh(); } }, 5000);
   }
+  if (run) {
+    // The stream can miss a change stamped far behind the newest one (a
+    // writer's clock): an unfinished run's page also refreshes every 30 s.
+    setInterval(function () { if (!document.hidden && live.querySelector('[data-unfinished]')) { refresh(); } }, 30000);
+  }
 
   document.addEventListener('change', function (ev) {
     var t = ev.target;
