@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -108,5 +109,53 @@ func TestDetectorReadsBehindItsWatermark(t *testing.T) {
 	f.add("r2", t0.Add(2*time.Second))
 	if got := runsOf(next(t, d)); len(got) != 1 || got[0] != "r2" {
 		t.Fatalf("after r2 changed again: %v, want [r2]", got)
+	}
+}
+
+// TestDetectorJumpsOverFloods: when more changed than one question
+// reads, the detector tells "all" once and goes on from the newest
+// change, rather than replaying the backlog a thousand rows a poll; and
+// a detector that stopped (no streams) starts afresh, without replaying
+// what changed while nobody watched.
+func TestDetectorJumpsOverFloods(t *testing.T) {
+	f := &fakeFeed{}
+	d := newDetector(f, 5*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.add("r0", t0)
+	next(t, d)
+	for i := range 2500 {
+		f.add(fmt.Sprintf("r%d", i+1), t0.Add(time.Duration(i+1)*time.Millisecond*10))
+	}
+	if c := next(t, d); !c.all {
+		t.Fatalf("2500 changes at once: %d runs, want all", len(c.runs))
+	}
+	for i := range 3 {
+		if c := next(t, d); c.all || len(c.runs) != 0 {
+			t.Fatalf("poll %d after the flood broadcasts again (all %v, %d runs)", i+1, c.all, len(c.runs))
+		}
+	}
+
+	// A stream opens and goes: the loop starts and stops.
+	s := d.subscribe()
+	deadline := time.Now().Add(5 * time.Second)
+	for d.polls.Load() < 6 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	d.unsubscribe(s)
+	d.mu.Lock()
+	started, latest := d.started, d.latest
+	d.mu.Unlock()
+	if started || !latest.IsZero() {
+		t.Fatalf("after the last stream went the watermark is still %v", latest)
+	}
+	// Changes while nobody watched are not replayed to the next stream.
+	for i := range 1500 {
+		f.add(fmt.Sprintf("late%d", i), t0.Add(time.Hour+time.Duration(i)*time.Millisecond))
+	}
+	if c := next(t, d); c.all || len(c.runs) != 0 {
+		t.Fatalf("the first poll after a restart broadcasts (all %v, %d runs)", c.all, len(c.runs))
+	}
+	if c := next(t, d); c.all || len(c.runs) != 0 {
+		t.Fatalf("the second poll after a restart broadcasts (all %v, %d runs)", c.all, len(c.runs))
 	}
 }

@@ -30,6 +30,14 @@ const fullRefreshEvery = 5 * time.Second
 // every 30 s).
 const changeOverlap = 5 * time.Second
 
+// changeLimit bounds the new changes one poll reads; past it, every
+// page is told to refresh. maxChangeLimit is the store's own bound
+// (persistence.StepListChangedParams.Limit).
+const (
+	changeLimit    = 1000
+	maxChangeLimit = 10000
+)
+
 // sessionCheckEvery is how often an open stream checks its session
 // again (besides ending at once when the session is dropped): a revoked
 // key or an expired session ends its streams within this.
@@ -149,6 +157,13 @@ func (d *detector) unsubscribe(s *subscriber) {
 
 func (d *detector) loop(stop, done chan struct{}) {
 	defer close(done)
+	// With no stream open nobody hears of changes: the next loop takes a
+	// new watermark rather than replaying what changed meanwhile.
+	defer func() {
+		d.mu.Lock()
+		d.latest, d.started, d.seen = time.Time{}, false, nil
+		d.mu.Unlock()
+	}()
 	t := time.NewTicker(d.every)
 	defer t.Stop()
 	lastFull := time.Now()
@@ -175,48 +190,50 @@ func (d *detector) loop(stop, done chan struct{}) {
 }
 
 // poll asks the store what changed since the last poll, reading
-// changeOverlap back from the newest change it has read.
+// changeOverlap back from the newest change it has read. The first poll
+// only takes the watermark.
 func (d *detector) poll(ctx context.Context) (change, bool) {
 	d.polls.Add(1)
 	d.mu.Lock()
 	latest, started, overlap := d.latest, d.started, !d.noOverlap
 	d.mu.Unlock()
-	after := latest
-	if started && overlap && !latest.IsZero() {
-		after = latest.Add(-changeOverlap)
+	if !started || latest.IsZero() {
+		top, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{})
+		if err != nil {
+			d.log.Warn("dashboard: the change detector cannot read the store", "err", err)
+			return change{}, false
+		}
+		d.restart(ctx, top.Latest, overlap)
+		return change{}, false
 	}
-	if !started {
-		after = time.Time{}
+	after, limit := latest, changeLimit
+	if overlap {
+		// The window's changes already seen do not count against the
+		// limit of new ones.
+		d.mu.Lock()
+		after, limit = latest.Add(-changeOverlap), min(changeLimit+len(d.seen), maxChangeLimit)
+		d.mu.Unlock()
 	}
-	res, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: after, Limit: 1000})
+	res, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: after, Limit: limit})
 	if err != nil {
 		d.log.Warn("dashboard: the change detector cannot read the store", "err", err)
 		return change{}, false
 	}
+	if res.More {
+		// More changed than one question reads: tell every page to
+		// refresh once and go on from the newest change, rather than
+		// replaying the backlog a limit at a time (an "all" each poll).
+		top, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{})
+		if err != nil || top.Latest.Before(res.Latest) {
+			top.Latest = res.Latest
+		}
+		d.restart(ctx, top.Latest, overlap)
+		return change{all: true}, true
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !started || latest.IsZero() {
-		d.latest, d.started, d.seen = res.Latest, true, map[persistence.StepChange]struct{}{}
-		if overlap && !res.Latest.IsZero() {
-			// The changes the next poll's window reads again happened
-			// before the streams opened: mark them seen.
-			d.mu.Unlock()
-			w, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: res.Latest.Add(-changeOverlap), Limit: 1000})
-			d.mu.Lock()
-			if err == nil {
-				for _, ch := range w.Changes {
-					ch.At = ch.At.UTC()
-					d.seen[ch] = struct{}{}
-				}
-			}
-		}
-		return change{}, false
-	}
 	if res.Latest.After(d.latest) {
 		d.latest = res.Latest
-	}
-	if res.More {
-		return change{all: true}, true
 	}
 	if len(res.RunIDs) > 0 && len(res.Changes) == 0 {
 		d.noOverlap = true // a store that lists no Changes
@@ -235,8 +252,8 @@ func (d *detector) poll(ctx context.Context) (change, bool) {
 		d.seen[ch] = struct{}{}
 		c.runs[ch.RunID] = true
 	}
-	// The next poll reads after latest-changeOverlap: older ones will not
-	// come back.
+	// The next poll reads after latest-changeOverlap: older changes will
+	// not come back.
 	floor := d.latest.Add(-changeOverlap)
 	for ch := range d.seen {
 		if !ch.At.After(floor) {
@@ -247,6 +264,26 @@ func (d *detector) poll(ctx context.Context) (change, bool) {
 		return change{}, false
 	}
 	return c, true
+}
+
+// restart sets the watermark to latest, the changes up to it told of:
+// those the next poll's overlap window reads again count as seen.
+func (d *detector) restart(ctx context.Context, latest time.Time, overlap bool) {
+	seen := map[persistence.StepChange]struct{}{}
+	if overlap && !latest.IsZero() {
+		w, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: latest.Add(-changeOverlap), Limit: maxChangeLimit})
+		if err == nil {
+			for _, ch := range w.Changes {
+				if !ch.At.After(latest) {
+					ch.At = ch.At.UTC()
+					seen[ch] = struct{}{}
+				}
+			}
+		}
+	}
+	d.mu.Lock()
+	d.latest, d.started, d.seen = latest, true, seen
+	d.mu.Unlock()
 }
 
 func (d *detector) broadcast(c change) {
