@@ -26,11 +26,26 @@ import (
 	"github.com/dagflow/dagflow/steps"
 )
 
-// countingStore counts the change detector's store queries.
+// countingStore counts the change detector's store queries and the
+// runs page's (RunList, but not the engine's reconciler's; DefinitionList).
 type countingStore struct {
 	persistence.Store
 	changes atomic.Int64
 	keys    atomic.Int64
+	runList atomic.Int64
+	defList atomic.Int64
+}
+
+func (c *countingStore) RunList(ctx context.Context, p persistence.RunListParams) (persistence.RunPage, error) {
+	if len(p.Status) != 1 || p.Status[0] != persistence.RunCompensating { // not the engine's reconciler
+		c.runList.Add(1)
+	}
+	return c.Store.RunList(ctx, p)
+}
+
+func (c *countingStore) DefinitionList(ctx context.Context, p persistence.DefinitionListParams) ([]persistence.Definition, error) {
+	c.defList.Add(1)
+	return c.Store.DefinitionList(ctx, p)
 }
 
 func (c *countingStore) StepListChanged(ctx context.Context, p persistence.StepListChangedParams) (persistence.StepChanges, error) {

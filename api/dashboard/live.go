@@ -38,6 +38,12 @@ const (
 	maxChangeLimit = 10000
 )
 
+// listEventGap: a stream of a page that is not one run's (lists, the
+// overview) gets at most one change event this often, so that under
+// load 50 open list pages re-render 10 times a second, not 50. A run's
+// page hears of its run at once.
+const listEventGap = 5 * time.Second
+
 // sessionCheckEvery is how often an open stream checks its session
 // again (besides ending at once when the session is dropped): a revoked
 // key or an expired session ends its streams within this.
@@ -344,6 +350,30 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) e
 	if err := rc.Flush(); err != nil {
 		return nil
 	}
+	var (
+		last    time.Time        // when the last event was sent
+		held    change           // a list page's changes waiting for the gap
+		holding bool             // held has something
+		gate    <-chan time.Time // fires when the gap is over
+	)
+	send := func(c change) bool {
+		ev := struct {
+			All  bool     `json:"all"`
+			Runs []string `json:"runs,omitempty"`
+		}{All: c.all}
+		if run != "" {
+			ev.Runs = []string{run}
+		} else {
+			for id := range c.runs {
+				ev.Runs = append(ev.Runs, id)
+			}
+		}
+		b, _ := json.Marshal(ev)
+		extend()
+		last = time.Now()
+		_, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b)
+		return err == nil
+	}
 	hb := time.NewTicker(d.cfg.Heartbeat)
 	defer hb.Stop()
 	check := time.NewTicker(min(sessionCheckEvery, d.cfg.Heartbeat))
@@ -372,20 +402,27 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) e
 			if !ok || (run != "" && !c.all && !c.runs[run]) {
 				continue
 			}
-			ev := struct {
-				All  bool     `json:"all"`
-				Runs []string `json:"runs,omitempty"`
-			}{All: c.all}
-			if run != "" {
-				ev.Runs = []string{run}
-			} else {
-				for id := range c.runs {
-					ev.Runs = append(ev.Runs, id)
+			if run == "" && time.Since(last) < listEventGap {
+				// A list page re-renders at most every listEventGap:
+				// hold the change, merged with the next ones.
+				held.merge(c)
+				holding = true
+				if gate == nil {
+					gate = time.After(listEventGap - time.Since(last))
 				}
+				continue
 			}
-			b, _ := json.Marshal(ev)
-			extend()
-			if _, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b); err != nil {
+			if !send(c) {
+				return nil
+			}
+		case <-gate:
+			gate = nil
+			if !holding {
+				continue
+			}
+			c := held
+			held, holding = change{}, false
+			if !send(c) {
 				return nil
 			}
 		}
