@@ -22,6 +22,11 @@ const cookieName = "dagflow_session"
 // goes first.
 const maxSessions = 10000
 
+// maxSessionsPerKey bounds one API key's sessions: a key logging in
+// again and again replaces its own oldest session rather than filling
+// the table and evicting everyone else's.
+const maxSessionsPerKey = 100
+
 // session is one logged-in browser. The key's secret stays in the
 // server's memory, never in the cookie, and is checked again on every
 // request (Config.Authenticate caches for a second), so a revoked key
@@ -103,6 +108,21 @@ func (ss *sessions) create(secret string, anonymous bool, name string, scope Sco
 	s := &session{id: randomToken(), secret: secret, anonymous: anonymous, name: name, scope: scope, csrf: randomToken(), seen: ss.now()}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if !anonymous {
+		var oldest *session
+		n := 0
+		for _, x := range ss.m {
+			if !x.anonymous && x.secret == secret {
+				n++
+				if oldest == nil || x.seen.Before(oldest.seen) {
+					oldest = x
+				}
+			}
+		}
+		if n >= maxSessionsPerKey {
+			ss.remove(oldest.id)
+		}
+	}
 	if len(ss.m) >= maxSessions {
 		var oldest *session
 		for _, x := range ss.m {
