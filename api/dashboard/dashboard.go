@@ -110,6 +110,10 @@ type Config struct {
 	Heartbeat time.Duration
 	// SessionTTL is how long an idle session lasts. Default 12 h.
 	SessionTTL time.Duration
+	// SecureCookie marks the session cookie Secure on every answer, not
+	// only on requests that came over TLS: set it behind a proxy that
+	// terminates TLS and forwards plain HTTP.
+	SecureCookie bool
 }
 
 func (c Config) withDefaults() Config {

@@ -10,6 +10,23 @@ import (
 	"testing"
 )
 
+// TestSecureCookieOption: behind a TLS-terminating proxy (plain HTTP to
+// the server) the option marks the session cookie Secure; without it a
+// plain HTTP answer's cookie is not.
+func TestSecureCookieOption(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		e := newEnv(t, envOptions{secureCookie: secure})
+		a := e.browser(t).get("/")
+		c := a.header.Get("Set-Cookie")
+		if !strings.Contains(c, "dagflow_session=") {
+			t.Fatalf("GET / sets no session cookie: %q", c)
+		}
+		if got := strings.Contains(c, "; Secure"); got != secure {
+			t.Errorf("with DashboardSecureCookie %v the cookie is %q", secure, c)
+		}
+	}
+}
+
 // TestFormLimits: a dashboard POST's body limit holds before anything
 // parses it (the CSRF check included): a body declared or found larger
 // than 1 MiB is 413 even with a valid token, and a form that is not

@@ -94,6 +94,8 @@ type envOptions struct {
 	keys   bool // no keyless access
 	redact func(api.Payload, json.RawMessage) json.RawMessage
 	wfs    []*dag.Workflow
+	// secureCookie sets api.Options.DashboardSecureCookie.
+	secureCookie bool
 }
 
 // shopWorkflow is a -> b (needs) and a -> c (after); a step named in the
@@ -137,7 +139,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		wfs = []*dag.Workflow{shopWorkflow(t)}
 	}
 	e := enginetest.New(t, enginetest.Options{Store: cs, Workflows: wfs, Clock: engine.SystemClock})
-	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact})
+	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{Env: e, srv: srv, store: cs}

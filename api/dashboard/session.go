@@ -241,7 +241,7 @@ func (d *Dashboard) anonymousOpen(r *http.Request) (bool, error) {
 
 func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil,
+		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(d.cfg.SessionTTL / time.Second),
 	})
 }
@@ -330,7 +330,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, s *session) error {
 	d.sessions.drop(s.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, d.path("/login"), http.StatusSeeOther)
 	return nil
