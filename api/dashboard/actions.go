@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -58,13 +57,12 @@ func (d *Dashboard) retryStep(w http.ResponseWriter, r *http.Request, _ *session
 
 // trigger starts a run from the workflow page's form: JSON input and an
 // optional idempotency key.
-func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, _ *session) error {
+func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) error {
 	name := r.PathValue("name")
 	input := strings.TrimSpace(r.PostFormValue("input"))
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	back := func(msg string) error {
-		v := url.Values{"input": {input}, "error": {msg}}
-		return d.redirect(w, r, "/workflows/"+urlPathEscape(name)+"?"+v.Encode()+"#trigger", "")
+		return d.workflowForm(w, r, s, http.StatusUnprocessableEntity, input, msg)
 	}
 	if input == "" {
 		input = "{}"
