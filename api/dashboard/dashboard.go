@@ -392,7 +392,10 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, s
 		return
 	}
 	v := view{Title: title, Page: page, Base: d.cfg.BasePath, Session: s != nil, Data: data, Now: d.cfg.Now(),
-		Partial: r.Header.Get("X-Dashboard-Partial") != "", Flash: r.URL.Query().Get("flash")}
+		Partial: r.Header.Get("X-Dashboard-Partial") != ""}
+	if s != nil && !v.Partial {
+		v.Flash = d.sessions.takeFlash(s.id)
+	}
 	if s != nil {
 		v.CSRF, v.User, v.Scope = s.csrf, s.name, s.scope
 		v.Anon = s.anonymous
@@ -441,14 +444,13 @@ func (d *Dashboard) parseTemplates() error {
 }
 
 // redirect answers a form's POST with a redirect to a page (post,
-// redirect, get), a flash message in its query.
+// redirect, get), leaving flash for the session's next page.
 func (d *Dashboard) redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	if flash != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
+		// Kept in the session for its next page, never in the URL.
+		if c, err := r.Cookie(cookieName); err == nil {
+			d.sessions.setFlash(c.Value, flash)
 		}
-		to += sep + "flash=" + urlQueryEscape(flash)
 	}
 	http.Redirect(w, r, d.path(to), http.StatusSeeOther)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -203,6 +204,26 @@ func csrf(t *testing.T, page answer) string {
 		t.Fatalf("the page has no CSRF token:\n%s", page.body)
 	}
 	return m[1]
+}
+
+var flashRE = regexp.MustCompile(`<p class="flash" role="status">([^<]*)</p>`)
+
+// flash follows a redirect and returns the message the page it leads to
+// shows; the message is kept in the session, never in the URL.
+func (b *browser) flash(a answer) string {
+	b.t.Helper()
+	loc := a.header.Get("Location")
+	if a.status != http.StatusSeeOther || loc == "" {
+		b.t.Fatalf("answer %d to %q, want a redirect", a.status, loc)
+	}
+	if strings.Contains(loc, "flash") {
+		b.t.Errorf("the redirect %q carries its message in the URL", loc)
+	}
+	m := flashRE.FindStringSubmatch(b.get(loc).body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // login logs b in with key, failing the test unless the dashboard takes

@@ -39,6 +39,9 @@ type session struct {
 	scope     Scope
 	csrf      string
 	seen      time.Time
+	// flash is the message an action left for the next page the session
+	// loads (kept here, not in the URL: it can name runs and errors).
+	flash string
 }
 
 type sessions struct {
@@ -152,6 +155,28 @@ func (ss *sessions) get(id string) *session {
 	s.seen = now
 	c := *s
 	return &c
+}
+
+// setFlash leaves msg for the session's next page.
+func (ss *sessions) setFlash(id, msg string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s, ok := ss.m[id]; ok {
+		s.flash = msg
+	}
+}
+
+// takeFlash returns and forgets the session's message.
+func (ss *sessions) takeFlash(id string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[id]
+	if !ok {
+		return ""
+	}
+	msg := s.flash
+	s.flash = ""
+	return msg
 }
 
 // drop forgets a session and ends its event streams.
