@@ -23,6 +23,7 @@ func (s *server) dashboardConfig() dashboard.Config {
 		Authenticate:  s.dashboardKey,
 		AnonymousOpen: s.dashboardAnonymous,
 		Queues:        s.queueList,
+		SecureCookie:  s.o.DashboardSecureCookie,
 	}
 }
 

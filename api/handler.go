@@ -67,6 +67,11 @@ type Options struct {
 	// (a login form exchanges a key for a session cookie) and the same
 	// keyless loopback mode as /v1.
 	NoDashboard bool
+	// DashboardSecureCookie marks the dashboard's session cookie Secure
+	// on every answer. By default it is Secure only when the request
+	// came over TLS; set this behind a proxy that terminates TLS and
+	// forwards plain HTTP, so browsers never send the cookie in clear.
+	DashboardSecureCookie bool
 	// Redact, when set, returns what the dashboard may show of a run's
 	// input or output, or a step's output (p says which), on every page
 	// and live update. Default: the value as it is. The JSON API is not

@@ -666,4 +666,16 @@ type StepChanges struct {
 	// More reports that Limit cut the listing short: more runs changed
 	// than RunIDs holds.
 	More bool
+	// Changes are the changes read, oldest first, each run and update
+	// time once: a reader that reads an overlapping window again (update
+	// times come from the writers' clocks, so a change can land behind
+	// one already read) skips the ones it has seen.
+	Changes []StepChange
+}
+
+// StepChange is one change StepListChanged read: a step of RunID was
+// updated at At.
+type StepChange struct {
+	RunID string
+	At    time.Time
 }

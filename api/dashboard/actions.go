@@ -1,12 +1,15 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/persistence"
@@ -54,13 +57,12 @@ func (d *Dashboard) retryStep(w http.ResponseWriter, r *http.Request, _ *session
 
 // trigger starts a run from the workflow page's form: JSON input and an
 // optional idempotency key.
-func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, _ *session) error {
+func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) error {
 	name := r.PathValue("name")
 	input := strings.TrimSpace(r.PostFormValue("input"))
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	back := func(msg string) error {
-		v := url.Values{"input": {input}, "error": {msg}}
-		return d.redirect(w, r, "/workflows/"+urlPathEscape(name)+"?"+v.Encode()+"#trigger", "")
+		return d.workflowForm(w, r, s, http.StatusUnprocessableEntity, input, msg)
 	}
 	if input == "" {
 		input = "{}"
@@ -110,11 +112,17 @@ func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, _ *se
 	return d.redirect(w, r, "/schedules", msg)
 }
 
+// bulkActionTimeout bounds the time a confirmed bulk action takes; it
+// runs on a context a browser's disconnect does not cancel, so it is not
+// stopped halfway by a closed tab.
+const bulkActionTimeout = 5 * time.Minute
+
 // bulkRuns cancels or retries runs, chosen by selection (id fields) or
 // by the runs page's filter (scope=filter). Without confirm=yes it shows
-// how many runs it would act on and asks; with it, it acts.
+// how many runs it would act on and asks, posting back the ids it
+// counted; with it, it acts on those ids (what the page showed, not a
+// new scan) and says how many succeeded and which were refused.
 func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session) error {
-	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
 	}
@@ -125,31 +133,14 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 	f := filterOf(r.PostForm)
 	f.Cursor = ""
 	byFilter := r.Form.Get("scope") == "filter"
+	confirmed := r.PostForm.Get("confirm") == "yes"
 	var ids []string
 	capped := false
-	if byFilter {
-		ef, err := f.engineFilter(1000)
+	if byFilter && !confirmed {
+		var err error
+		ids, capped, err = d.runsMatching(r.Context(), f, action)
 		if err != nil {
 			return err
-		}
-		for {
-			page, err := d.e.Runs(ctx, ef)
-			if err != nil {
-				return badFilter(err)
-			}
-			for _, run := range page.Runs {
-				if eligible(action, run.Status) {
-					ids = append(ids, run.ID)
-				}
-			}
-			if page.NextCursor == "" {
-				break
-			}
-			if len(ids) >= maxBulk {
-				capped = true
-				break
-			}
-			ef.Cursor = page.NextCursor
 		}
 	} else {
 		ids = r.PostForm["id"]
@@ -157,15 +148,21 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 	if len(ids) > maxBulk {
 		ids, capped = ids[:maxBulk], true
 	}
-	if r.PostForm.Get("confirm") != "yes" {
+	if !confirmed {
 		d.render(w, r, s, http.StatusOK, "confirm", "Confirm", map[string]any{
 			"Action": action, "Count": len(ids), "Capped": capped, "IDs": ids, "ByFilter": byFilter, "Filter": f,
 			"Target": "/runs/bulk", "Back": "/runs?" + f.query(), "What": "runs",
 		})
 		return nil
 	}
-	done, refused := 0, []string{}
-	for _, id := range ids {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), bulkActionTimeout)
+	defer cancel()
+	done, refused, skipped := 0, []string{}, 0
+	for i, id := range ids {
+		if ctx.Err() != nil {
+			skipped = len(ids) - i
+			break
+		}
 		var err error
 		if action == "cancel" {
 			err = d.e.Cancel(ctx, id)
@@ -173,9 +170,6 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 			_, err = d.e.RetryRun(ctx, id)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
 			refused = append(refused, fmt.Sprintf("%s (%v)", shorten(id, 13), firstLine(err.Error())))
 			continue
 		}
@@ -185,7 +179,64 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 	if len(refused) > 0 {
 		msg += fmt.Sprintf(" Refused %d: %s", len(refused), shorten(strings.Join(refused, "; "), 400))
 	}
+	if skipped > 0 {
+		msg += fmt.Sprintf(" Not tried, out of time: %d.", skipped)
+	}
 	return d.redirect(w, r, "/runs?"+f.query(), msg)
+}
+
+// runsMatching lists the runs the runs page's filter shows that action
+// can take, at most maxBulk (capped reports more): the eligible statuses
+// are part of the store's filter, and a search that is a run id finds
+// that run, as the list does.
+func (d *Dashboard) runsMatching(ctx context.Context, f runFilter, action string) (ids []string, capped bool, err error) {
+	if _, err := uuid.Parse(f.Q); err == nil && f.Q != "" {
+		run, err := d.e.Store().RunGet(ctx, f.Q)
+		switch {
+		case err == nil:
+			if eligible(action, run.Status) {
+				ids = append(ids, run.ID)
+			}
+			return ids, false, nil
+		case !errors.Is(err, persistence.ErrRunNotFound):
+			return nil, false, err
+		}
+		// Not a run id after all: an idempotency key, as the list does.
+	}
+	ef, err := f.engineFilter(1000)
+	if err != nil {
+		return nil, false, err
+	}
+	var statuses []persistence.RunStatus
+	for _, name := range runStatuses {
+		st := persistence.RunStatus(name)
+		if eligible(action, st) && (len(ef.Status) == 0 || ef.Status[0] == st) {
+			statuses = append(statuses, st)
+		}
+	}
+	if len(statuses) == 0 {
+		return nil, false, nil
+	}
+	ef.Status = statuses
+	for pages := 0; pages < maxBulk/ef.Limit+1; pages++ {
+		page, err := d.e.Runs(ctx, ef)
+		if err != nil {
+			return nil, false, badFilter(err)
+		}
+		for _, run := range page.Runs {
+			if eligible(action, run.Status) {
+				ids = append(ids, run.ID)
+			}
+		}
+		if page.NextCursor == "" {
+			return ids, len(ids) > maxBulk, nil
+		}
+		if len(ids) >= maxBulk {
+			return ids, true, nil
+		}
+		ef.Cursor = page.NextCursor
+	}
+	return ids, true, nil
 }
 
 func eligible(action string, st persistence.RunStatus) bool {
@@ -198,7 +249,6 @@ func eligible(action string, st persistence.RunStatus) bool {
 // bulkDeadLetters retries or discards dead letters named "run/step",
 // one or many (item fields), after a confirmation showing the count.
 func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *session) error {
-	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
 	}
@@ -221,8 +271,14 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 		})
 		return nil
 	}
-	done, refused := 0, []string{}
-	for _, it := range items {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), bulkActionTimeout)
+	defer cancel()
+	done, refused, skipped := 0, []string{}, 0
+	for i, it := range items {
+		if ctx.Err() != nil {
+			skipped = len(items) - i
+			break
+		}
 		run, step, ok := strings.Cut(it, "/")
 		if !ok {
 			refused = append(refused, truncate(it)+" (not run/step)")
@@ -235,9 +291,6 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 			err = d.e.DiscardDead(ctx, run, step)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
 			refused = append(refused, fmt.Sprintf("%s/%s (%v)", shorten(run, 13), step, firstLine(err.Error())))
 			continue
 		}
@@ -247,8 +300,11 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 	if len(refused) > 0 {
 		msg += fmt.Sprintf(" Refused %d: %s", len(refused), shorten(strings.Join(refused, "; "), 400))
 	}
+	if skipped > 0 {
+		msg += fmt.Sprintf(" Not tried, out of time: %d.", skipped)
+	}
 	back := r.PostForm.Get("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+	if !localPath(back) {
 		back = "/dead-letters"
 	}
 	return d.redirect(w, r, back, msg)

@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -109,6 +110,10 @@ type Config struct {
 	Heartbeat time.Duration
 	// SessionTTL is how long an idle session lasts. Default 12 h.
 	SessionTTL time.Duration
+	// SecureCookie marks the session cookie Secure on every answer, not
+	// only on requests that came over TLS: set it behind a proxy that
+	// terminates TLS and forwards plain HTTP.
+	SecureCookie bool
 }
 
 func (c Config) withDefaults() Config {
@@ -266,6 +271,10 @@ func (d *Dashboard) wrap(rt route) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := readForm(w, r, maxFormBytes); err != nil {
+				d.fail(w, r, s, err)
+				return
+			}
 			if err := checkCSRF(r, s); err != nil {
 				d.fail(w, r, s, err)
 				return
@@ -277,11 +286,41 @@ func (d *Dashboard) wrap(rt route) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		if err := rt.handle(w, r, s); err != nil {
 			d.fail(w, r, s, err)
 		}
 	})
+}
+
+// maxFormBytes bounds a dashboard form's body (a bulk form of maxBulk
+// ids fits many times over).
+const maxFormBytes = 1 << 20
+
+// readForm reads a POST's form under a body limit of max bytes, set
+// before anything reads the body: a body declared larger is refused
+// unread (413), one that turns out larger stops at the limit (413), and
+// only an application/x-www-form-urlencoded body is taken (415
+// otherwise; the dashboard's forms send nothing else, and multipart
+// would let a request spill files to disk).
+func readForm(w http.ResponseWriter, r *http.Request, max int64) error {
+	if r.ContentLength > max {
+		return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("The form is %d bytes; at most %d are taken.", r.ContentLength, max)}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/x-www-form-urlencoded" {
+			return &httpError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("The form's Content-Type %q is not application/x-www-form-urlencoded.", truncate(ct))}
+		}
+	}
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("The form is larger than %d bytes.", max)}
+		}
+		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
+	}
+	return nil
 }
 
 // httpError is an error answered with its status and message.
@@ -353,7 +392,10 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, s *session, s
 		return
 	}
 	v := view{Title: title, Page: page, Base: d.cfg.BasePath, Session: s != nil, Data: data, Now: d.cfg.Now(),
-		Partial: r.Header.Get("X-Dashboard-Partial") != "", Flash: r.URL.Query().Get("flash")}
+		Partial: r.Header.Get("X-Dashboard-Partial") != ""}
+	if s != nil && !v.Partial {
+		v.Flash = d.sessions.takeFlash(s.id)
+	}
 	if s != nil {
 		v.CSRF, v.User, v.Scope = s.csrf, s.name, s.scope
 		v.Anon = s.anonymous
@@ -402,14 +444,13 @@ func (d *Dashboard) parseTemplates() error {
 }
 
 // redirect answers a form's POST with a redirect to a page (post,
-// redirect, get), a flash message in its query.
+// redirect, get), leaving flash for the session's next page.
 func (d *Dashboard) redirect(w http.ResponseWriter, r *http.Request, to, flash string) error {
 	if flash != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
+		// Kept in the session for its next page, never in the URL.
+		if c, err := r.Cookie(cookieName); err == nil {
+			d.sessions.setFlash(c.Value, flash)
 		}
-		to += sep + "flash=" + urlQueryEscape(flash)
 	}
 	http.Redirect(w, r, d.path(to), http.StatusSeeOther)
 	return nil

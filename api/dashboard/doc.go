@@ -2,7 +2,7 @@
 // (html/template, embedded with the CSS and a small hand-written
 // JavaScript file, no third-party assets) over an engine, with live
 // updates over Server-Sent Events. Package api serves it at "/" beside
-// the JSON API (api.Options.Dashboard); it is not meant to be mounted on
+// the JSON API (unless api.Options.NoDashboard); it is not meant to be mounted on
 // its own, though New makes it an http.Handler like any other.
 //
 // Pages: the overview (runs started, finished and failed per minute,

@@ -155,10 +155,42 @@ func buildGraph(plan []planStep, states map[string]nodeState, href func(step str
 			}
 			return false
 		}
+		// Over the transitive relation: A -> B -> C with only A and C
+		// undone still undoes C before A. Each undone step gets an edge to
+		// its nearest undone ancestors, drawn back along the path to them.
+		route := map[[2]string][]layout.Point{}
 		for _, r := range res.Edges {
-			if undone(r.From) && undone(r.To) {
-				rev := undoRoute(r.Points)
-				g.Edges = append(g.Edges, graphEdge{From: r.To, To: r.From, Kind: "undo", Path: polyline(rev, pad)})
+			route[[2]string{r.From, r.To}] = r.Points
+		}
+		deps := map[string][]string{}
+		for _, s := range plan {
+			deps[s.Name] = s.Deps
+		}
+		type back struct {
+			step string
+			pts  []layout.Point // the route from step to the undone one
+		}
+		for _, s := range plan {
+			if !undone(s.Name) {
+				continue
+			}
+			seen := map[string]bool{s.Name: true}
+			queue := []back{{step: s.Name}}
+			for len(queue) > 0 {
+				it := queue[0]
+				queue = queue[1:]
+				for _, d := range deps[it.step] {
+					if seen[d] {
+						continue
+					}
+					seen[d] = true
+					pts := append(append([]layout.Point(nil), route[[2]string{d, it.step}]...), it.pts...)
+					if undone(d) {
+						g.Edges = append(g.Edges, graphEdge{From: s.Name, To: d, Kind: "undo", Path: polyline(undoRoute(pts), pad)})
+						continue
+					}
+					queue = append(queue, back{step: d, pts: pts})
+				}
 			}
 		}
 	}

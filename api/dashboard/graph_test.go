@@ -56,6 +56,20 @@ func TestBuildGraph(t *testing.T) {
 	if undo.Path == fwd.Path || undo.Path[:1] != "M" {
 		t.Errorf("undo path %q, forward %q", undo.Path, fwd.Path)
 	}
+	// A(compensable) -> B(plain) -> C(compensable): C is undone before A,
+	// though no edge joins them.
+	chain := []planStep{{Name: "A", Comp: true}, {Name: "B", Deps: []string{"A"}}, {Name: "C", Deps: []string{"B"}, Comp: true}, {Name: "D", Deps: []string{"C"}}}
+	g, err = buildGraph(chain, map[string]nodeState{"A": {Status: "compensated"}, "B": {Status: "succeeded"}, "C": {Status: "compensated"}, "D": {Status: "dead"}}, nil, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []edge{{"A", "B", "after"}, {"B", "C", "after"}, {"C", "D", "after"}, {"C", "A", "undo"}}
+	if diff := cmp.Diff(want, edges(g)); diff != "" {
+		t.Errorf("edges of a compensated chain through a plain step (-want +got):\n%s", diff)
+	}
+	if p := g.Edges[3].Path; p == "" || p[:1] != "M" {
+		t.Errorf("the undo edge C->A has no path: %q", p)
+	}
 	if _, err := buildGraph([]planStep{{Name: "a", Deps: []string{"b"}}, {Name: "b", Deps: []string{"a"}}}, nil, nil, "", false); err == nil {
 		t.Error("a cycle was drawn")
 	}

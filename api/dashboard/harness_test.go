@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -26,11 +27,26 @@ import (
 	"github.com/dagflow/dagflow/steps"
 )
 
-// countingStore counts the change detector's store queries.
+// countingStore counts the change detector's store queries and the
+// runs page's (RunList, but not the engine's reconciler's; DefinitionList).
 type countingStore struct {
 	persistence.Store
 	changes atomic.Int64
 	keys    atomic.Int64
+	runList atomic.Int64
+	defList atomic.Int64
+}
+
+func (c *countingStore) RunList(ctx context.Context, p persistence.RunListParams) (persistence.RunPage, error) {
+	if len(p.Status) != 1 || p.Status[0] != persistence.RunCompensating { // not the engine's reconciler
+		c.runList.Add(1)
+	}
+	return c.Store.RunList(ctx, p)
+}
+
+func (c *countingStore) DefinitionList(ctx context.Context, p persistence.DefinitionListParams) ([]persistence.Definition, error) {
+	c.defList.Add(1)
+	return c.Store.DefinitionList(ctx, p)
 }
 
 func (c *countingStore) StepListChanged(ctx context.Context, p persistence.StepListChangedParams) (persistence.StepChanges, error) {
@@ -79,6 +95,8 @@ type envOptions struct {
 	keys   bool // no keyless access
 	redact func(api.Payload, json.RawMessage) json.RawMessage
 	wfs    []*dag.Workflow
+	// secureCookie sets api.Options.DashboardSecureCookie.
+	secureCookie bool
 }
 
 // shopWorkflow is a -> b (needs) and a -> c (after); a step named in the
@@ -122,7 +140,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		wfs = []*dag.Workflow{shopWorkflow(t)}
 	}
 	e := enginetest.New(t, enginetest.Options{Store: cs, Workflows: wfs, Clock: engine.SystemClock})
-	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact})
+	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{Env: e, srv: srv, store: cs}
@@ -186,6 +204,26 @@ func csrf(t *testing.T, page answer) string {
 		t.Fatalf("the page has no CSRF token:\n%s", page.body)
 	}
 	return m[1]
+}
+
+var flashRE = regexp.MustCompile(`<p class="flash" role="status">([^<]*)</p>`)
+
+// flash follows a redirect and returns the message the page it leads to
+// shows; the message is kept in the session, never in the URL.
+func (b *browser) flash(a answer) string {
+	b.t.Helper()
+	loc := a.header.Get("Location")
+	if a.status != http.StatusSeeOther || loc == "" {
+		b.t.Fatalf("answer %d to %q, want a redirect", a.status, loc)
+	}
+	if strings.Contains(loc, "flash") {
+		b.t.Errorf("the redirect %q carries its message in the URL", loc)
+	}
+	m := flashRE.FindStringSubmatch(b.get(loc).body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // login logs b in with key, failing the test unless the dashboard takes

@@ -22,6 +22,33 @@ import (
 // persistence.ChangeFeed), every page is told to refresh this often.
 const fullRefreshEvery = 5 * time.Second
 
+// changeOverlap is how far behind its newest change the detector reads
+// again: update times come from the writers' clocks, so a change can be
+// stamped before one already read. Changes read twice are skipped by
+// run and time. A change stamped more than this behind the newest one
+// is missed by the stream (run pages of unfinished runs still refresh
+// every 30 s).
+const changeOverlap = 5 * time.Second
+
+// changeLimit bounds the new changes one poll reads; past it, every
+// page is told to refresh. maxChangeLimit is the store's own bound
+// (persistence.StepListChangedParams.Limit).
+const (
+	changeLimit    = 1000
+	maxChangeLimit = 10000
+)
+
+// listEventGap: a stream of a page that is not one run's (lists, the
+// overview) gets at most one change event this often, so that under
+// load 50 open list pages re-render 10 times a second, not 50. A run's
+// page hears of its run at once.
+const listEventGap = 5 * time.Second
+
+// sessionCheckEvery is how often an open stream checks its session
+// again (besides ending at once when the session is dropped): a revoked
+// key or an expired session ends its streams within this.
+const sessionCheckEvery = 2 * time.Second
+
 // maxRunsPerEvent bounds the run ids an event lists; more are sent as
 // "everything changed".
 const maxRunsPerEvent = 200
@@ -79,6 +106,12 @@ type detector struct {
 	casts   atomic.Int64
 	latest  time.Time
 	started bool
+	// seen are the changes read within changeOverlap of latest: the
+	// next poll reads them again and skips them.
+	seen map[persistence.StepChange]struct{}
+	// noOverlap: the store lists no Changes, so windows cannot be
+	// deduplicated and are not overlapped.
+	noOverlap bool
 	// closed ends every stream (CloseStreams): a server's graceful
 	// shutdown waits for open requests, and a stream never ends by
 	// itself.
@@ -130,6 +163,13 @@ func (d *detector) unsubscribe(s *subscriber) {
 
 func (d *detector) loop(stop, done chan struct{}) {
 	defer close(done)
+	// With no stream open nobody hears of changes: the next loop takes a
+	// new watermark rather than replaying what changed meanwhile.
+	defer func() {
+		d.mu.Lock()
+		d.latest, d.started, d.seen = time.Time{}, false, nil
+		d.mu.Unlock()
+	}()
 	t := time.NewTicker(d.every)
 	defer t.Stop()
 	lastFull := time.Now()
@@ -155,34 +195,101 @@ func (d *detector) loop(stop, done chan struct{}) {
 	}
 }
 
-// poll asks the store what changed since the last poll.
+// poll asks the store what changed since the last poll, reading
+// changeOverlap back from the newest change it has read. The first poll
+// only takes the watermark.
 func (d *detector) poll(ctx context.Context) (change, bool) {
 	d.polls.Add(1)
 	d.mu.Lock()
-	after, started := d.latest, d.started
+	latest, started, overlap := d.latest, d.started, !d.noOverlap
 	d.mu.Unlock()
-	res, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: after, Limit: 1000})
+	if !started || latest.IsZero() {
+		top, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{})
+		if err != nil {
+			d.log.Warn("dashboard: the change detector cannot read the store", "err", err)
+			return change{}, false
+		}
+		d.restart(ctx, top.Latest, overlap)
+		return change{}, false
+	}
+	after, limit := latest, changeLimit
+	if overlap {
+		// The window's changes already seen do not count against the
+		// limit of new ones.
+		d.mu.Lock()
+		after, limit = latest.Add(-changeOverlap), min(changeLimit+len(d.seen), maxChangeLimit)
+		d.mu.Unlock()
+	}
+	res, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: after, Limit: limit})
 	if err != nil {
 		d.log.Warn("dashboard: the change detector cannot read the store", "err", err)
 		return change{}, false
 	}
-	d.mu.Lock()
-	d.latest, d.started = res.Latest, true
-	d.mu.Unlock()
-	if !started || after.IsZero() {
-		return change{}, false
-	}
 	if res.More {
+		// More changed than one question reads: tell every page to
+		// refresh once and go on from the newest change, rather than
+		// replaying the backlog a limit at a time (an "all" each poll).
+		top, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{})
+		if err != nil || top.Latest.Before(res.Latest) {
+			top.Latest = res.Latest
+		}
+		d.restart(ctx, top.Latest, overlap)
 		return change{all: true}, true
 	}
-	if len(res.RunIDs) == 0 {
-		return change{}, false
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if res.Latest.After(d.latest) {
+		d.latest = res.Latest
+	}
+	if len(res.RunIDs) > 0 && len(res.Changes) == 0 {
+		d.noOverlap = true // a store that lists no Changes
 	}
 	c := change{runs: map[string]bool{}}
-	for _, id := range res.RunIDs {
-		c.runs[id] = true
+	if len(res.Changes) == 0 {
+		for _, id := range res.RunIDs {
+			c.runs[id] = true
+		}
+	}
+	for _, ch := range res.Changes {
+		ch.At = ch.At.UTC()
+		if _, ok := d.seen[ch]; ok {
+			continue
+		}
+		d.seen[ch] = struct{}{}
+		c.runs[ch.RunID] = true
+	}
+	// The next poll reads after latest-changeOverlap: older changes will
+	// not come back.
+	floor := d.latest.Add(-changeOverlap)
+	for ch := range d.seen {
+		if !ch.At.After(floor) {
+			delete(d.seen, ch)
+		}
+	}
+	if len(c.runs) == 0 {
+		return change{}, false
 	}
 	return c, true
+}
+
+// restart sets the watermark to latest, the changes up to it told of:
+// those the next poll's overlap window reads again count as seen.
+func (d *detector) restart(ctx context.Context, latest time.Time, overlap bool) {
+	seen := map[persistence.StepChange]struct{}{}
+	if overlap && !latest.IsZero() {
+		w, err := d.feed.StepListChanged(ctx, persistence.StepListChangedParams{After: latest.Add(-changeOverlap), Limit: maxChangeLimit})
+		if err == nil {
+			for _, ch := range w.Changes {
+				if !ch.At.After(latest) {
+					ch.At = ch.At.UTC()
+					seen[ch] = struct{}{}
+				}
+			}
+		}
+	}
+	d.mu.Lock()
+	d.latest, d.started, d.seen = latest, true, seen
+	d.mu.Unlock()
 }
 
 func (d *detector) broadcast(c change) {
@@ -215,8 +322,9 @@ func (s *subscriber) take() (change, bool) {
 
 // events is a page's event stream: "change" events naming the runs that
 // changed (or "all"), filtered to ?run= when the page shows one run, and
-// a heartbeat comment while nothing changes.
-func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) error {
+// a heartbeat comment while nothing changes. The stream ends when its
+// session does: logout, expiry, or its key's revocation.
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) error {
 	select {
 	case <-d.live.closed:
 		http.Error(w, "dashboard: the server is shutting down", http.StatusServiceUnavailable)
@@ -242,14 +350,48 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) e
 	if err := rc.Flush(); err != nil {
 		return nil
 	}
+	var (
+		last    time.Time        // when the last event was sent
+		held    change           // a list page's changes waiting for the gap
+		holding bool             // held has something
+		gate    <-chan time.Time // fires when the gap is over
+	)
+	send := func(c change) bool {
+		ev := struct {
+			All  bool     `json:"all"`
+			Runs []string `json:"runs,omitempty"`
+		}{All: c.all}
+		if run != "" {
+			ev.Runs = []string{run}
+		} else {
+			for id := range c.runs {
+				ev.Runs = append(ev.Runs, id)
+			}
+		}
+		b, _ := json.Marshal(ev)
+		extend()
+		last = time.Now()
+		_, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b)
+		return err == nil
+	}
 	hb := time.NewTicker(d.cfg.Heartbeat)
 	defer hb.Stop()
+	check := time.NewTicker(min(sessionCheckEvery, d.cfg.Heartbeat))
+	defer check.Stop()
+	ended := d.sessions.ended(s.id)
 	for {
 		select {
 		case <-r.Context().Done():
 			return nil
 		case <-d.live.closed:
 			return nil
+		case <-ended:
+			return nil
+		case <-check.C:
+			if !d.stillValid(r, s.id) {
+				return nil
+			}
+			continue
 		case <-hb.C:
 			extend()
 			if _, err := fmt.Fprintf(w, ": heartbeat %d\n\n", time.Now().Unix()); err != nil {
@@ -260,20 +402,27 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, _ *session) e
 			if !ok || (run != "" && !c.all && !c.runs[run]) {
 				continue
 			}
-			ev := struct {
-				All  bool     `json:"all"`
-				Runs []string `json:"runs,omitempty"`
-			}{All: c.all}
-			if run != "" {
-				ev.Runs = []string{run}
-			} else {
-				for id := range c.runs {
-					ev.Runs = append(ev.Runs, id)
+			if run == "" && time.Since(last) < listEventGap {
+				// A list page re-renders at most every listEventGap:
+				// hold the change, merged with the next ones.
+				held.merge(c)
+				holding = true
+				if gate == nil {
+					gate = time.After(listEventGap - time.Since(last))
 				}
+				continue
 			}
-			b, _ := json.Marshal(ev)
-			extend()
-			if _, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b); err != nil {
+			if !send(c) {
+				return nil
+			}
+		case <-gate:
+			gate = nil
+			if !holding {
+				continue
+			}
+			c := held
+			held, holding = change{}, false
+			if !send(c) {
 				return nil
 			}
 		}

@@ -20,12 +20,14 @@ import (
 // deadCap) and live nodes.
 
 const (
-	sampleEvery  = 5 * time.Second
-	chartMinutes = 15
-	maxSamples   = 60
-	sampleSlots  = 30
-	runsCap      = 5000
-	deadCap      = 1000
+	sampleEvery = 5 * time.Second
+	// sampleTimeout bounds one sample's store reads.
+	sampleTimeout = 10 * time.Second
+	chartMinutes  = 15
+	maxSamples    = 60
+	sampleSlots   = 30
+	runsCap       = 5000
+	deadCap       = 1000
 )
 
 type sample struct {
@@ -76,7 +78,12 @@ func (s *sampler) get(ctx context.Context) overviewData {
 	if fresh {
 		return last
 	}
-	od := s.take(ctx, now)
+	// The sample is shared by every page for sampleEvery: it is taken on
+	// a context the requester's leaving does not cancel halfway (which
+	// would serve a partial sample to everyone), bounded on its own.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sampleTimeout)
+	od := s.take(sctx, now)
+	cancel()
 	s.mu.Lock()
 	s.last, s.have = od, true
 	s.mu.Unlock()

@@ -144,6 +144,13 @@ func (d *Dashboard) workflowsPage(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	return d.workflowForm(w, r, s, http.StatusOK, "", "")
+}
+
+// workflowForm draws a workflow's page, its trigger form holding input
+// and saying formErr when set (answered to the form's POST, never put
+// in a URL: the input may hold secrets).
+func (d *Dashboard) workflowForm(w http.ResponseWriter, r *http.Request, s *session, status int, input, formErr string) error {
 	ctx := r.Context()
 	name := r.PathValue("name")
 	versions, err := d.e.DefinitionVersions(ctx, name)
@@ -179,9 +186,9 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request, s *sess
 	if err != nil {
 		return err
 	}
-	d.render(w, r, s, http.StatusOK, "workflow", "Workflow "+name, map[string]any{
+	d.render(w, r, s, status, "workflow", "Workflow "+name, map[string]any{
 		"Name": name, "Current": cur, "Versions": versions, "Graph": g, "Schedules": mine, "Recent": recent.Runs,
-		"Input": r.URL.Query().Get("input"), "Error": r.URL.Query().Get("error"),
+		"Input": input, "Error": formErr,
 	})
 	return nil
 }

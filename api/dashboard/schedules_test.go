@@ -36,8 +36,7 @@ func TestSchedulesPage(t *testing.T) {
 		if a.status != http.StatusSeeOther {
 			t.Fatalf("POST %s: %d\n%s", action, a.status, a.body)
 		}
-		loc, _ := url.QueryUnescape(a.header.Get("Location"))
-		return loc
+		return b.flash(a)
 	}
 	post("pause")
 	if sc, err := e.Store.ScheduleGet(ctx, "nightly"); err != nil || !sc.Paused {

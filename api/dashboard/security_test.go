@@ -130,6 +130,14 @@ func TestSessionCookieAndRevocation(t *testing.T) {
 	if a := b.do("POST", "/login", url.Values{"key": {key}, "next": {"//evil.example/x"}}, nil); a.header.Get("Location") != "/" {
 		t.Errorf("login with next=//evil.example/x redirects to %q, want /", a.header.Get("Location"))
 	}
+	for _, next := range []string{"/\t/evil.example/", "/\\evil.example/", "https://evil.example/"} {
+		if a := b.do("POST", "/login", url.Values{"key": {key}, "next": {next}}, nil); a.header.Get("Location") != "/" {
+			t.Errorf("login with next=%q redirects to %q, want /", next, a.header.Get("Location"))
+		}
+	}
+	if a := b.get("/login?next=/%09/evil.example/"); a.status == http.StatusOK && strings.Contains(a.body, "evil.example") {
+		t.Errorf("the login page keeps next=/%%09/evil.example/ in its form")
+	}
 	if a := b.get("/runs"); a.status != http.StatusOK {
 		t.Fatalf("GET /runs with the session: %d", a.status)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // cookieName is the session cookie's name.
@@ -19,6 +21,11 @@ const cookieName = "dagflow_session"
 // maxSessions bounds the sessions kept; when full the oldest idle one
 // goes first.
 const maxSessions = 10000
+
+// maxSessionsPerKey bounds one API key's sessions: a key logging in
+// again and again replaces its own oldest session rather than filling
+// the table and evicting everyone else's.
+const maxSessionsPerKey = 100
 
 // session is one logged-in browser. The key's secret stays in the
 // server's memory, never in the cookie, and is checked again on every
@@ -32,6 +39,9 @@ type session struct {
 	scope     Scope
 	csrf      string
 	seen      time.Time
+	// flash is the message an action left for the next page the session
+	// loads (kept here, not in the URL: it can name runs and errors).
+	flash string
 }
 
 type sessions struct {
@@ -39,10 +49,54 @@ type sessions struct {
 	m   map[string]*session
 	ttl time.Duration
 	now func() time.Time
+	// ends holds a channel per session, closed when the session goes
+	// (logout, expiry, eviction, its key's revocation): its event
+	// streams end with it.
+	ends map[string]chan struct{}
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{m: map[string]*session{}, ttl: ttl, now: now}
+	return &sessions{m: map[string]*session{}, ends: map[string]chan struct{}{}, ttl: ttl, now: now}
+}
+
+// remove forgets a session and ends its streams; ss.mu is held.
+func (ss *sessions) remove(id string) {
+	delete(ss.m, id)
+	if c, ok := ss.ends[id]; ok {
+		close(c)
+		delete(ss.ends, id)
+	}
+}
+
+// ended returns a channel closed when the session id goes (already
+// closed if it is gone).
+func (ss *sessions) ended(id string) <-chan struct{} {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if c, ok := ss.ends[id]; ok {
+		return c
+	}
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// peek returns a copy of the session without counting it as used (an
+// open event stream is not activity): nil if it is gone or idle past
+// the TTL.
+func (ss *sessions) peek(id string) *session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[id]
+	if !ok {
+		return nil
+	}
+	if ss.now().Sub(s.seen) > ss.ttl {
+		ss.remove(id)
+		return nil
+	}
+	c := *s
+	return &c
 }
 
 func randomToken() string {
@@ -57,6 +111,21 @@ func (ss *sessions) create(secret string, anonymous bool, name string, scope Sco
 	s := &session{id: randomToken(), secret: secret, anonymous: anonymous, name: name, scope: scope, csrf: randomToken(), seen: ss.now()}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if !anonymous {
+		var oldest *session
+		n := 0
+		for _, x := range ss.m {
+			if !x.anonymous && x.secret == secret {
+				n++
+				if oldest == nil || x.seen.Before(oldest.seen) {
+					oldest = x
+				}
+			}
+		}
+		if n >= maxSessionsPerKey {
+			ss.remove(oldest.id)
+		}
+	}
 	if len(ss.m) >= maxSessions {
 		var oldest *session
 		for _, x := range ss.m {
@@ -64,9 +133,10 @@ func (ss *sessions) create(secret string, anonymous bool, name string, scope Sco
 				oldest = x
 			}
 		}
-		delete(ss.m, oldest.id)
+		ss.remove(oldest.id)
 	}
 	ss.m[s.id] = s
+	ss.ends[s.id] = make(chan struct{})
 	return s
 }
 
@@ -79,7 +149,7 @@ func (ss *sessions) get(id string) *session {
 	}
 	now := ss.now()
 	if now.Sub(s.seen) > ss.ttl {
-		delete(ss.m, id)
+		ss.remove(id)
 		return nil
 	}
 	s.seen = now
@@ -87,10 +157,58 @@ func (ss *sessions) get(id string) *session {
 	return &c
 }
 
+// setFlash leaves msg for the session's next page.
+func (ss *sessions) setFlash(id, msg string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s, ok := ss.m[id]; ok {
+		s.flash = msg
+	}
+}
+
+// takeFlash returns and forgets the session's message.
+func (ss *sessions) takeFlash(id string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.m[id]
+	if !ok {
+		return ""
+	}
+	msg := s.flash
+	s.flash = ""
+	return msg
+}
+
+// drop forgets a session and ends its event streams.
 func (ss *sessions) drop(id string) {
 	ss.mu.Lock()
-	delete(ss.m, id)
+	ss.remove(id)
 	ss.mu.Unlock()
+}
+
+// stillValid checks an open stream's session again: not dropped nor
+// expired, its key still valid (or keyless access still open). A key
+// that is unknown now drops the session; an error reading the keys
+// keeps the stream (the next check tries again).
+func (d *Dashboard) stillValid(r *http.Request, id string) bool {
+	s := d.sessions.peek(id)
+	if s == nil {
+		return false
+	}
+	if s.anonymous {
+		open, err := d.anonymousOpen(r)
+		if err == nil && !open {
+			d.sessions.drop(id)
+			return false
+		}
+		return err == nil
+	}
+	_, err := d.cfg.Authenticate(r.Context(), s.secret)
+	if errors.Is(err, ErrUnknownKey) {
+		d.sessions.drop(id)
+		return false
+	}
+	return true
 }
 
 // sessionOf returns the request's session: the cookie's, checked again
@@ -148,7 +266,7 @@ func (d *Dashboard) anonymousOpen(r *http.Request) (bool, error) {
 
 func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil,
+		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(d.cfg.SessionTTL / time.Second),
 	})
 }
@@ -211,7 +329,10 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, nil, err)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := readForm(w, r, 64<<10); err != nil {
+		d.fail(w, r, nil, err)
+		return
+	}
 	secret := strings.TrimSpace(r.PostFormValue("key"))
 	next := safeNext(r.PostFormValue("next"), d.cfg.BasePath)
 	p, err := d.cfg.Authenticate(r.Context(), secret)
@@ -234,20 +355,50 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, s *session) error {
 	d.sessions.drop(s.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, d.path("/login"), http.StatusSeeOther)
 	return nil
 }
 
 // safeNext keeps a post-login destination on this server: a path under
-// base, never another host ("//evil", "/\evil").
+// base, never another host ("//evil", "/\\evil", "/\t/evil").
 func safeNext(next, base string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") || !strings.HasPrefix(next, base+"/") {
+	if !localPath(next) || !strings.HasPrefix(next, base+"/") {
 		return base + "/"
 	}
 	return next
+}
+
+// localPath reports whether p is a path on this server that a browser
+// cannot read as another host: it parses as a URL without scheme, host
+// or user, starts with exactly one "/", and holds no control character
+// (browsers drop tabs and newlines, so "/\t/evil" would become
+// "//evil") and no backslash (which browsers read as "/"), neither as
+// written nor once percent-decoded.
+func localPath(p string) bool {
+	if !plainPath(p) {
+		return false
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	return plainPath(u.Path)
+}
+
+// plainPath: starts with a single "/", and has no control character
+// and no backslash.
+func plainPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return false
+	}
+	for _, r := range p {
+		if r == '\\' || unicode.IsControl(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

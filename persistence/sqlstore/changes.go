@@ -39,6 +39,11 @@ func (s *Store) StepListChanged(ctx context.Context, p persistence.StepListChang
 	}
 	defer rows.Close()
 	seen := map[string]bool{}
+	type key struct {
+		run string
+		at  time.Time
+	}
+	read := map[key]bool{}
 	n := 0
 	for rows.Next() {
 		var t dbTime
@@ -52,6 +57,10 @@ func (s *Store) StepListChanged(ctx context.Context, p persistence.StepListChang
 		}
 		if t.T.After(out.Latest) {
 			out.Latest = t.T
+		}
+		if k := (key{id, t.T}); !read[k] {
+			read[k] = true
+			out.Changes = append(out.Changes, persistence.StepChange{RunID: id, At: t.T})
 		}
 		if !seen[id] {
 			seen[id] = true

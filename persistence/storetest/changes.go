@@ -43,6 +43,9 @@ func (s *suite) testChangeFeed(t *testing.T, st persistence.Store) {
 	if got := list(t0, 0); !cmp.Equal(got.RunIDs, []string{b.Run.ID}) || !got.Latest.Equal(at(time.Second)) {
 		t.Errorf("StepListChanged(t0) after b's claim = %+v; want [%s] at %v", got, b.Run.ID, at(time.Second))
 	}
+	if got := list(t0, 0); !cmp.Equal(got.Changes, []persistence.StepChange{{RunID: b.Run.ID, At: at(time.Second)}}) {
+		t.Errorf("StepListChanged(t0) after b's claim lists changes %+v; want b's at %v", got.Changes, at(time.Second))
+	}
 	if got := list(t0.Add(-time.Second), 1); !got.More || len(got.RunIDs) != 1 {
 		t.Errorf("StepListChanged(limit 1) = %+v; want one run and More", got)
 	}

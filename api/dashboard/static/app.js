@@ -63,22 +63,53 @@
     state('poll', 'the event stream failed: polling every 5 s');
     pollTimer = setInterval(refresh, 5000);
   }
+  function stopPoll() {
+    if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+  }
 
-  if (window.EventSource) {
-    var fails = 0;
-    var es = new EventSource(base + '/events' + (run ? '?run=' + encodeURIComponent(run) : ''));
+  // One stream per visible page: a browser opens at most 6 HTTP/1.1
+  // connections per host, so a hidden tab gives its stream back (the
+  // 7th tab would otherwise wait forever) and catches up when shown.
+  var es = null, fails = 0, broken = false;
+  function openStream() {
+    if (es) { return; }
+    es = new EventSource(base + '/events' + (run ? '?run=' + encodeURIComponent(run) : ''));
     es.addEventListener('change', function () { refresh(); });
     es.onopen = function () {
-      fails = 0;
-      if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
+      // After an error the browser reconnected: what changed in the gap
+      // was not sent, so fetch the page once.
+      if (broken) { refresh(); }
+      broken = false; fails = 0;
+      stopPoll();
       state('on', 'live: the page updates as the runs change');
     };
-    es.onerror = function () { fails++; if (fails >= 2) { poll(); } };
+    es.onerror = function () { broken = true; fails++; if (fails >= 2) { poll(); } };
+  }
+  function closeStream() {
+    if (es) { es.close(); es = null; }
+    fails = 0; broken = false;
+    stopPoll();
+    state('off', 'paused while the page is hidden');
+  }
+
+  if (window.EventSource) {
+    document.addEventListener('visibilitychange', function () {
+      if (document.hidden) { closeStream(); return; }
+      openStream();
+      refresh(); // changes while hidden were not heard
+    });
+    if (!document.hidden) { openStream(); } else { state('off', 'paused while the page is hidden'); }
   } else {
     poll();
   }
   if (body.dataset.page === 'overview' || body.dataset.page === 'queues' || body.dataset.page === 'nodes') {
-    setInterval(refresh, 5000); // rates and ages move without a run changing
+    // Rates and ages move without a run changing.
+    setInterval(function () { if (!document.hidden) { refresh(); } }, 5000);
+  }
+  if (run) {
+    // The stream can miss a change stamped far behind the newest one (a
+    // writer's clock): an unfinished run's page also refreshes every 30 s.
+    setInterval(function () { if (!document.hidden && live.querySelector('[data-unfinished]')) { refresh(); } }, 30000);
   }
 
   document.addEventListener('change', function (ev) {
