@@ -23,6 +23,13 @@ type Dialect struct {
 	// about to change (" FOR UPDATE"); empty where the database locks
 	// whole transactions instead.
 	ForUpdate string
+	// ForShare is appended to SELECTs that must read the latest committed
+	// rows without taking them exclusively (" LOCK IN SHARE MODE", which
+	// MySQL and MariaDB both take): after a duplicate-key error, which
+	// leaves a shared lock on the row, concurrent readers that asked for
+	// it FOR UPDATE would deadlock each other. Empty where the database
+	// locks whole transactions instead.
+	ForShare string
 	// ByPrimaryKey follows the table name of a statement that names its
 	// rows by primary key (" FORCE INDEX (PRIMARY)"), so that it reads
 	// (and locks) just them whatever the table's statistics say: a planner
@@ -95,6 +102,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		Name:           "mysql",
 		BindType:       sqlx.QUESTION,
 		ForUpdate:      " FOR UPDATE",
+		ForShare:       " LOCK IN SHARE MODE",
 		ByPrimaryKey:   " FORCE INDEX (PRIMARY)",
 		RowValueIn:     true,
 		UseIndex:       func(index string) string { return " FORCE INDEX (" + index + ")" },
