@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -176,10 +177,31 @@ func (e *Engine) repeated(ctx context.Context, stored persistence.Event, name st
 	if err != nil {
 		return Published{}, fmt.Errorf("engine: event %q: %w", stored.ID, err)
 	}
-	if !bytes.Equal(plain, raw) {
+	if !sameJSON(plain, raw) {
 		return Published{}, fmt.Errorf("%w: event %q (%s) was published with another payload", ErrEventConflict, stored.ID, name)
 	}
 	return published(stored, false), nil
+}
+
+// sameJSON reports whether a and b are the same JSON value, whatever
+// their spelling (whitespace, the order of an object's keys); numbers are
+// compared as written.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	decode := func(b []byte) (any, bool) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, true
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
 }
 
 // publishParams validates an event, finds the workflows it starts and

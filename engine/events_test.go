@@ -204,6 +204,10 @@ func TestPublishRefusals(t *testing.T) {
 	if err != nil || again.Created || !cmp.Equal(first.Runs, again.Runs) {
 		t.Errorf("repeat = %+v, %v; want the first's runs", again, err)
 	}
+	spelled, err := env.Engine.Publish(ctx, "order.placed", json.RawMessage(` { "total" : 150 } `), engine.EventID("e1"))
+	if err != nil || spelled.Created || !cmp.Equal(first.Runs, spelled.Runs) {
+		t.Errorf("repeat spelled differently = %+v, %v; want the first's runs", spelled, err)
+	}
 	if _, err := env.Engine.Publish(ctx, "order.placed", map[string]int{"total": 999}, engine.EventID("e1")); !errors.Is(err, engine.ErrEventConflict) {
 		t.Errorf("repeat with another payload: %v, want ErrEventConflict", err)
 	}
