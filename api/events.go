@@ -19,7 +19,7 @@ func (s *server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if !dag.ValidEventName(req.Name) {
 		return problemf(http.StatusBadRequest, CodeInvalidName, "event name %q is not valid (%s)", truncate(req.Name), dag.EventNameRule)
 	}
-	payload, err := normalizeInput(req.Payload)
+	payload, err := normalizeJSON(req.Payload, "payload")
 	if err != nil {
 		return err
 	}
