@@ -14,7 +14,7 @@ help: ## list the targets
 LISTEN ?= 127.0.0.1:8080
 
 .PHONY: run
-run: ## the demo on the embedded default (miniredis + SQLite): an order a second and the HTTP API on LISTEN (127.0.0.1:8080), until Ctrl-C
+run: ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
 	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
 
 # The timing tests (a due retry or delayed run starts within 50 ms) run a
@@ -24,6 +24,11 @@ run: ## the demo on the embedded default (miniredis + SQLite): an order a second
 # embedded SQLite driver (C translated to Go, all pointer arithmetic) ten
 # times slower and would measure that rather than the engine.
 TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
+
+# The dashboard's page timing (a 256-step run interactive within 1 s, in
+# Chromium) runs again without the race detector, which slows the
+# server's rendering several times: the -race pass reports it only.
+PAGE_TIMING_TESTS ?= ^TestRunPageOf256Steps$$
 
 # PROMTOOL checks and unit-tests the alert rules in deploy/prometheus (Debian's
 # prometheus package has it). Without it they are skipped with a message,
@@ -46,6 +51,35 @@ test-rules: ## promtool check and unit tests of the alert rules (skipped without
 test: test-rules ## the alert rules, then all tests with -race against the loopback Redis and MariaDB (CI=true: missing services fail)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
+	$(GO) test -count=1 -run '$(PAGE_TIMING_TESTS)' ./api/dashboard/
+
+# test-tidb builds tidb-server from the version pinned in
+# internal/tools/tidb (a module of its own, outside ./...; about six
+# minutes on two cores, once: the binary is cached under
+# $XDG_CACHE_HOME/dagflow, or ~/.cache/dagflow, keyed by that module's
+# go.mod and go.sum), starts it standalone (unistore, a temporary
+# directory, free loopback ports; it dies with the target) and runs the
+# MySQL store's tests and the engine's on it through DAGFLOW_TEST_MYSQL_DSN.
+# TIDB_SKIP lists the tests that read what only MySQL and MariaDB have:
+#   TestRunListPagesAreSeeks, TestDefinitionListReadsCurrentVersions
+#     count the index entries a query reads with the session's
+#     Handler_read_* counters and read EXPLAIN's key_len, which TiDB has
+#     not (the same queries' plans are checked on TiDB by
+#     TestQueriesUseIndexes).
+#   TestRetriesStartOnTime, TestDelayedRunsStartOnTime (TIMING_TESTS)
+#     hold a due retry or delayed run to start within 500 ms on a shared
+#     machine; with TiDB (one unistore process) sharing two cores with
+#     the tests, its commits alone made a retry start 240 ms late at the
+#     median and 715 ms at worst. They measure the engine, and run on
+#     MariaDB in `make test`.
+TIDB_PKGS ?= ./persistence/mysql/... ./engine/...
+TIDB_SKIP ?= ^(TestRunListPagesAreSeeks|TestDefinitionListReadsCurrentVersions|TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
+
+.PHONY: test-tidb
+test-tidb: ## build (once) and start a standalone TiDB, then run the MySQL store's and the engine's tests on it
+	@bin=$$(GO=$(GO) internal/tools/tidb/build.sh) && \
+	$(GO) run ./internal/tidbrun -bin "$$bin" -- \
+		$(GO) test $(TEST_FLAGS) -skip '$(TIDB_SKIP)' $(TIDB_PKGS)
 
 .PHONY: test-faults
 test-faults: ## the fault suite alone: workers killed and frozen, connections cut, against the loopback services

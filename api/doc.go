@@ -3,6 +3,7 @@
 //
 //	h := api.NewHandler(e, api.Options{Logger: log})
 //	srv := &http.Server{Addr: ":8080", Handler: h, ReadHeaderTimeout: 5 * time.Second}
+//	srv.RegisterOnShutdown(h.CloseStreams) // ends the dashboard's event streams
 //
 // It serves /v1 (workflows and their graphs, triggering runs with an
 // Idempotency-Key, runs, dead letters, schedules, queues), /healthz,
@@ -37,6 +38,12 @@
 // Options.BasePath is the prefix a server strips before the handler (for
 // Location headers). Every answer carries "X-Content-Type-Options:
 // nosniff", and /v1 answers "Cache-Control: no-store".
+//
+// The web dashboard (package api/dashboard) is served at / beside the
+// API, under the same keys: a login form exchanges a key for a session
+// cookie, and keyless loopback mode lets pages in as it lets /v1 in.
+// Options.NoDashboard turns it off; Options.Redact filters the inputs
+// and outputs its pages show.
 //
 // Package api/client is a Go client of this API.
 package api

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/api/dashboard"
 	"github.com/dagflow/dagflow/engine"
 )
 
@@ -61,7 +62,20 @@ type Options struct {
 	// not part of the JSON API (nor of openapi.yaml). Default: no
 	// /metrics route.
 	Metrics http.Handler
+	// NoDashboard turns the web dashboard off: by default the handler
+	// serves it at "/" (package api/dashboard), under the same API keys
+	// (a login form exchanges a key for a session cookie) and the same
+	// keyless loopback mode as /v1.
+	NoDashboard bool
+	// Redact, when set, returns what the dashboard may show of a run's
+	// input or output, or a step's output (p says which), on every page
+	// and live update. Default: the value as it is. The JSON API is not
+	// redacted: a key that may read /v1 reads the payloads as stored.
+	Redact func(p Payload, data json.RawMessage) json.RawMessage
 }
+
+// Payload says which run input or output Options.Redact is given.
+type Payload = dashboard.Payload
 
 func (o Options) withDefaults(e *engine.Engine) Options {
 	if o.Logger == nil {
@@ -92,14 +106,18 @@ type server struct {
 }
 
 // NewHandler returns the HTTP API of e: /v1 (JSON), /healthz, /readyz and
-// /openapi.yaml. Mount it in your own server:
+// /openapi.yaml, and the web dashboard at / (unless Options.NoDashboard;
+// see package api/dashboard). Mount it in your own server, and let its
+// shutdown end the dashboard's event streams (Handler.CloseStreams):
 //
-//	mux.Handle("/", api.NewHandler(e, api.Options{Logger: log}))
+//	h := api.NewHandler(e, api.Options{Logger: log})
+//	srv := &http.Server{Addr: ":8080", Handler: h, ReadHeaderTimeout: 5 * time.Second}
+//	srv.RegisterOnShutdown(h.CloseStreams)
 //
 // Every /v1 route needs a bearer API key (see CreateKey) of the scope that
 // Routes lists, unless Options.AllowAnonymous lets requests without one
 // in. Errors are RFC 9457 problem details (application/problem+json).
-func NewHandler(e *engine.Engine, o Options) http.Handler {
+func NewHandler(e *engine.Engine, o Options) *Handler {
 	o = o.withDefaults(e)
 	s := &server{
 		e:    e,
@@ -130,10 +148,44 @@ func NewHandler(e *engine.Engine, o Options) http.Handler {
 			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, redactPath(r.URL.Path), allow))
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
-	})
-	return s.logRequests(mux)
+	}
+	mux.HandleFunc("/", notFound)
+	h := &Handler{}
+	if !o.NoDashboard {
+		dash, err := dashboard.New(s.dashboardConfig())
+		if err != nil {
+			// The templates are embedded and parsed by the tests: this
+			// is a build defect, not a runtime condition.
+			panic(err)
+		}
+		for _, p := range dashboard.Paths() {
+			mux.Handle(p, dash)
+		}
+		h.dash = dash
+	}
+	h.h = s.logRequests(mux)
+	return h
+}
+
+// Handler is the handler NewHandler returns.
+type Handler struct {
+	h    http.Handler
+	dash *dashboard.Dashboard
+}
+
+// ServeHTTP serves a request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// CloseStreams ends the dashboard's open event streams (and refuses new
+// ones), which a graceful shutdown would otherwise wait for:
+//
+//	srv.RegisterOnShutdown(h.CloseStreams)
+func (h *Handler) CloseStreams() {
+	if h.dash != nil {
+		h.dash.CloseStreams()
+	}
 }
 
 // noRoute starts the detail of the 404 answer to a path the API does not

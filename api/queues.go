@@ -21,25 +21,11 @@ func (s *server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryValues(r); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	names, err := s.queueNames(ctx)
+	qs, err := s.queueList(r.Context())
 	if err != nil {
 		return err
 	}
-	out := client.QueueList{Queues: make([]client.Queue, 0, len(names))}
-	for _, name := range names {
-		st, err := s.e.Queue().Stats(ctx, name)
-		if err != nil {
-			return err
-		}
-		qi := client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased}
-		if st.Ready > 0 {
-			if err := s.oldestReady(ctx, &qi); err != nil {
-				return err
-			}
-		}
-		out.Queues = append(out.Queues, qi)
-	}
+	out := client.QueueList{Queues: qs}
 	return writeJSON(w, http.StatusOK, out)
 }
 

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/persistence"
@@ -55,7 +57,7 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id, created, err := s.trigger(r.Context(), name, input, opts)
+	id, created, err := s.trigger(callerTrace(s.e, r), name, input, opts)
 	if err != nil {
 		return err
 	}
@@ -69,6 +71,18 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Location", s.runURL(id))
 	}
 	return writeJSON(w, status, toRun(info.Run))
+}
+
+// callerTrace returns the request's context joined to the caller's
+// trace: the W3C traceparent and tracestate headers, when the engine
+// traces, so that the run's trigger span is a child of the caller's span.
+// A malformed traceparent is ignored (the run starts a trace of its own),
+// as the W3C recommendation asks.
+func callerTrace(e *engine.Engine, r *http.Request) context.Context {
+	if !e.Tracing() || r.Header.Get("traceparent") == "" {
+		return r.Context()
+	}
+	return propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 }
 
 // runURL is the path of a run, under Options.BasePath.

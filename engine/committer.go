@@ -55,7 +55,6 @@ type completionResult struct {
 	err error // the item's error, or the batch's
 	// handover: the item's slot now belongs to a step its batch claimed.
 	handover bool
-	batch    int               // items in the item's transaction
 	commit   trace.SpanContext // the transaction's span, when the node traces
 }
 
@@ -79,7 +78,7 @@ func (e *Engine) complete(ctx context.Context, ex *execution, p persistence.Step
 			return persistence.StepCompleteResult{}, errShutdown
 		}
 		r := <-c.done
-		e.tracer.committed(ctx, r.commit, r.batch)
+		e.tracer.committed(ctx, r.commit)
 		if r.err == nil {
 			ex.acked = true
 			ex.handedOver = r.handover
@@ -199,7 +198,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 		e.stats.errors.Add(1)
 		e.slots.free(slots)
 		for _, c := range batch {
-			c.done <- completionResult{err: err, batch: len(batch), commit: commit}
+			c.done <- completionResult{err: err, commit: commit}
 		}
 		return
 	}
@@ -253,7 +252,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	e.ackTasks(acks)
 	e.tracer.endBatch(span, len(claimed), nil)
 	for i, c := range batch {
-		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i], batch: len(batch), commit: commit}
+		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i], commit: commit}
 	}
 }
 

@@ -138,6 +138,11 @@ func New(cfg Config) (*Engine, error) {
 // NodeID is this engine's identity in attempts and logs.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 
+// Tracing reports whether the engine makes spans (Config.TracerProvider
+// is set): a front end such as the HTTP API then extracts its caller's
+// trace context for Trigger.
+func (e *Engine) Tracing() bool { return e.tracer != nil }
+
 // Queue returns the engine's Redis queue, for inspection tools.
 func (e *Engine) Queue() *queue.Queue { return e.q }
 

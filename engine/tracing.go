@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,9 +29,9 @@ import (
 //     <workflow>/<step>" ("dagflow.compensate <workflow>/<step>" for a
 //     compensation), child of the trigger span, with the run id, step,
 //     attempt, queue, node and outcome, and the messaging attributes
-//     that apply (system "dagflow", operation type "process", the queue
-//     as destination, the task id as message id). The handler's context
-//     carries it.
+//     that apply (system "dagflow", operation type "process", operation
+//     name "run" or "compensate", the queue as destination, the task id
+//     as message id). The handler's context carries it.
 //   - Each completion transaction of the committers (the group commit of
 //     successes and skips, of many runs at once) is a span,
 //     "dagflow.commit", in a trace of its own, linked to the attempts it
@@ -70,6 +72,10 @@ const tracerName = "github.com/dagflow/dagflow/engine"
 // keeps for the retry's link.
 const maxPrevSpans = 4096
 
+// maxStepSpans bounds the (workflow, step, queue) span descriptions a
+// node keeps; past it they are made afresh.
+const maxStepSpans = 4096
+
 // tracer makes the engine's spans. A nil *tracer traces nothing.
 type tracer struct {
 	t    trace.Tracer
@@ -78,14 +84,82 @@ type tracer struct {
 
 	mu   sync.Mutex
 	prev map[string]trace.SpanContext // task id of a failed attempt -> its span
+
+	// steps is read on every attempt without a lock (a map never
+	// changed once stored) and copied, under stepsMu, to add a step.
+	stepsMu sync.Mutex
+	steps   atomic.Pointer[map[stepSpanKey]*stepSpan]
 }
 
 func newTracer(tp trace.TracerProvider, node string) *tracer {
 	if tp == nil {
 		return nil
 	}
-	return &tracer{t: tp.Tracer(tracerName), node: node, prev: map[string]trace.SpanContext{}}
+	t := &tracer{t: tp.Tracer(tracerName), node: node, prev: map[string]trace.SpanContext{}}
+	t.steps.Store(&map[stepSpanKey]*stepSpan{})
+	return t
 }
+
+// stepSpanKey names what the spans of a step's attempts share.
+type stepSpanKey struct {
+	workflow, step, queue string
+	compensation          bool
+}
+
+// stepSpan is what every attempt span of a step shares, made once per
+// node: its name and the attributes that do not change between
+// attempts. An attempt adds its run id, task id and attempt number.
+type stepSpan struct {
+	name  string
+	attrs []attribute.KeyValue // never changed once made
+}
+
+// stepSpan returns the shared part of the spans of a step's attempts.
+func (t *tracer) stepSpan(workflow, step, queue string, compensation bool) *stepSpan {
+	k := stepSpanKey{workflow: workflow, step: step, queue: queue, compensation: compensation}
+	if ss := (*t.steps.Load())[k]; ss != nil {
+		return ss
+	}
+	verb, op := "dagflow.step ", "run"
+	if compensation {
+		verb, op = "dagflow.compensate ", "compensate"
+	}
+	ss := &stepSpan{
+		name: verb + workflow + "/" + step,
+		// Nine: with an attempt's three, the SDK's attribute array of a
+		// first attempt, rounded up by the allocator, has room for the
+		// outcome set at the end, which otherwise copies the array
+		// (TestTracedAttemptAllocations notices a change).
+		attrs: []attribute.KeyValue{
+			attrSystem, attrProcess, semconv.MessagingOperationName(op), semconv.MessagingDestinationName(queue),
+			keyWorkflow.String(workflow), keyStep.String(step), keyQueue.String(queue),
+			keyCompensation.Bool(compensation), keyNode.String(t.node),
+		},
+	}
+	t.stepsMu.Lock()
+	defer t.stepsMu.Unlock()
+	old := *t.steps.Load()
+	if prev := old[k]; prev != nil {
+		return prev
+	}
+	next := make(map[stepSpanKey]*stepSpan, len(old)+1)
+	if len(old) < maxStepSpans {
+		maps.Copy(next, old)
+	}
+	next[k] = ss
+	t.steps.Store(&next)
+	return ss
+}
+
+// attrBufs holds the buffers in which attempts put their spans'
+// attributes for the SDK to copy.
+var attrBufs = sync.Pool{New: func() any {
+	b := make([]attribute.KeyValue, 0, 16)
+	return &b
+}}
+
+// consumerKind is the attempt spans' kind option, made once.
+var consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
 
 var (
 	attrSystem  = semconv.MessagingSystemKey.String("dagflow")
@@ -171,21 +245,34 @@ func userMetadata(md map[string]string) map[string]string {
 	return out
 }
 
-// attemptTrace is the span of one attempt, kept in the attempt's context.
+// attemptTrace is the span of one attempt. It is also the attempt's
+// context (the engine's, with the span): one allocation for both.
 type attemptTrace struct {
+	context.Context
 	span    trace.Span
-	parent  context.Context // the run's trace context: the trigger span's
-	name    string          // the span's name
-	target  string          // "<workflow>/<step>"
-	attrs   []attribute.KeyValue
+	step    *stepSpan
+	parent  trace.SpanContext // the run's: the trigger span's
+	runID   string
+	taskID  string
 	outcome string
 	// commit is the span of the completion transaction that recorded
-	// (or last tried to record) the outcome, and batch its size.
+	// (or last tried to record) the outcome.
 	commit trace.SpanContext
-	batch  int
+	// logAttrs are the attributes of the attempt's logger; end holds the
+	// outcome attribute: kept here, they cost no allocation of their own.
+	logAttrs [2]slog.Attr
+	end      [1]attribute.KeyValue
 }
 
 type attemptKey struct{}
+
+// Value implements context.Context: the attempt for attemptKey.
+func (at *attemptTrace) Value(key any) any {
+	if _, ok := key.(attemptKey); ok {
+		return at
+	}
+	return at.Context.Value(key)
+}
 
 // startAttempt starts the span of a claimed attempt, child of the run's
 // trigger span, and returns the attempt's context and the attributes to
@@ -194,43 +281,114 @@ func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResu
 	if t == nil {
 		return ctx, nil
 	}
-	parent := t.prop.Extract(context.WithoutCancel(ctx), propagation.MapCarrier(res.Run.Metadata))
-	attempt, verb := res.Step.Attempt, "dagflow.step "
+	attempt := res.Step.Attempt
 	if compensation {
-		attempt, verb = res.Step.CompAttempt, "dagflow.compensate "
+		attempt = res.Step.CompAttempt
 	}
-	attrs := []attribute.KeyValue{
-		attrSystem, attrProcess,
-		semconv.MessagingDestinationName(res.Step.Queue), semconv.MessagingMessageID(taskID),
-		keyRunID.String(res.Step.RunID), keyWorkflow.String(res.Run.Workflow), keyStep.String(res.Step.Step),
-		keyQueue.String(res.Step.Queue), keyCompensation.Bool(compensation),
-	}
-	target := res.Run.Workflow + "/" + res.Step.Step
-	at := &attemptTrace{parent: parent, name: verb + target, target: target, attrs: attrs}
-	all := append(append(make([]attribute.KeyValue, 0, len(attrs)+3), attrs...), keyAttempt.Int(attempt), keyNode.String(t.node))
+	ss := t.stepSpan(res.Run.Workflow, res.Step.Step, res.Step.Queue, compensation)
+	at := &attemptTrace{step: ss, parent: t.runParent(res.Run.Metadata), runID: res.Step.RunID, taskID: taskID}
+	// The span's start copies the attributes: the buffer is reused.
+	buf := attrBufs.Get().(*[]attribute.KeyValue)
+	defer attrBufs.Put(buf)
+	attrs := append(append((*buf)[:0], ss.attrs...), semconv.MessagingMessageID(taskID), keyRunID.String(res.Step.RunID), keyAttempt.Int(attempt))
+	var link *trace.Link
 	if attempt > 1 {
-		all = append(all, keyPrevAttempt.Int(attempt-1))
-	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(all...)}
-	if attempt > 1 {
+		attrs = append(attrs, keyPrevAttempt.Int(attempt-1))
 		prev := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Compensation: compensation, Attempt: attempt - 1}.String()
 		t.mu.Lock()
 		sc, ok := t.prev[prev]
 		delete(t.prev, prev)
 		t.mu.Unlock()
 		if ok {
-			opts = append(opts, trace.WithLinks(trace.Link{Attributes: []attribute.KeyValue{keyPrevAttempt.Int(attempt - 1)}, SpanContext: sc}))
+			link = &trace.Link{Attributes: []attribute.KeyValue{keyPrevAttempt.Int(attempt - 1)}, SpanContext: sc}
 		}
 	}
-	var sctx context.Context
-	sctx, at.span = t.t.Start(parent, at.name, opts...)
+	pctx := trace.ContextWithRemoteSpanContext(context.Background(), at.parent)
+	if link != nil {
+		_, at.span = t.t.Start(pctx, ss.name, consumerKind, trace.WithAttributes(attrs...), trace.WithLinks(*link))
+	} else {
+		_, at.span = t.t.Start(pctx, ss.name, consumerKind, trace.WithAttributes(attrs...))
+	}
+	*buf = attrs[:0]
 	// The handler's context: the engine's (its cancellation) with the span.
-	ctx = context.WithValue(trace.ContextWithSpan(ctx, at.span), attemptKey{}, at)
-	if !trace.SpanContextFromContext(sctx).IsValid() {
-		return ctx, nil
+	at.Context = trace.ContextWithSpan(ctx, at.span)
+	if !at.span.SpanContext().IsValid() {
+		return at, nil
 	}
 	// Formatted only if the attempt logs: most log nothing.
-	return ctx, []slog.Attr{slog.Any("trace_id", traceIDOf{at}), slog.Any("span_id", spanIDOf{at})}
+	at.logAttrs = [2]slog.Attr{slog.Any("trace_id", traceIDOf{at}), slog.Any("span_id", spanIDOf{at})}
+	return at, at.logAttrs[:]
+}
+
+// runParent returns the span context stored with a run (the trigger
+// span's), remote; the zero one when the run has none. The common
+// traceparent, version 00 as this engine writes it, is read without the
+// propagator's allocations; anything else goes through it.
+func (t *tracer) runParent(md map[string]string) trace.SpanContext {
+	tp, ok := md[MetadataTraceparent]
+	if !ok {
+		return trace.SpanContext{}
+	}
+	if sc, ok := parseTraceparent(tp, md[MetadataTracestate]); ok {
+		return sc
+	}
+	return trace.SpanContextFromContext(t.prop.Extract(context.Background(), propagation.MapCarrier(md)))
+}
+
+// parseTraceparent reads a W3C traceparent of version 00
+// ("00-<32 hex>-<16 hex>-<2 hex>", lower case) and its tracestate. ok is
+// false for anything else, valid or not, which the propagator then
+// judges; a traceparent it reads but whose ids are zero is invalid.
+func parseTraceparent(tp, ts string) (sc trace.SpanContext, ok bool) {
+	if len(tp) != 55 || tp[0] != '0' || tp[1] != '0' || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
+		return trace.SpanContext{}, false
+	}
+	var cfg trace.SpanContextConfig
+	if !unhex(cfg.TraceID[:], tp[3:35]) || !unhex(cfg.SpanID[:], tp[36:52]) {
+		return trace.SpanContext{}, false
+	}
+	var flags [1]byte
+	// Version 00 defines the sampled (01) and random (02) bits; a flags
+	// byte with others set is left to the propagator, which refuses it.
+	if !unhex(flags[:], tp[53:55]) || flags[0] > 0x03 {
+		return trace.SpanContext{}, false
+	}
+	cfg.TraceFlags = trace.TraceFlags(flags[0])
+	cfg.Remote = true
+	if ts != "" {
+		state, err := trace.ParseTraceState(ts)
+		if err != nil {
+			return trace.SpanContext{}, false
+		}
+		cfg.TraceState = state
+	}
+	sc = trace.NewSpanContext(cfg)
+	if !sc.IsValid() {
+		return trace.SpanContext{}, true
+	}
+	return sc, true
+}
+
+// unhex decodes lower-case hex src into dst (len(src) == 2*len(dst)).
+func unhex(dst []byte, src string) bool {
+	for i := range dst {
+		hi, lo := hexVal(src[2*i]), hexVal(src[2*i+1])
+		if hi > 15 || lo > 15 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexVal(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
 }
 
 // traceIDOf and spanIDOf log an attempt's trace and span ids as hex.
@@ -251,6 +409,9 @@ func (v spanIDOf) LogValue() slog.Value {
 
 // attemptOf returns the attempt span in ctx, or nil.
 func attemptOf(ctx context.Context) *attemptTrace {
+	if at, ok := ctx.(*attemptTrace); ok {
+		return at
+	}
 	at, _ := ctx.Value(attemptKey{}).(*attemptTrace)
 	return at
 }
@@ -307,9 +468,10 @@ func (t *tracer) endAttempt(ctx context.Context) {
 		at.outcome = "released"
 	}
 	if at.commit.IsValid() {
-		at.span.AddLink(trace.Link{SpanContext: at.commit, Attributes: []attribute.KeyValue{keyBatch.Int(at.batch)}})
+		at.span.AddLink(trace.Link{SpanContext: at.commit})
 	}
-	at.span.SetAttributes(keyOutcome.String(at.outcome))
+	at.end[0] = keyOutcome.String(at.outcome)
+	at.span.SetAttributes(at.end[:]...)
 	at.span.End()
 }
 
@@ -328,9 +490,18 @@ func (t *tracer) lost(ctx context.Context, a persistence.Attempt, now time.Time)
 	if a.FinishedAt != nil {
 		end = *a.FinishedAt
 	}
-	_, span := t.t.Start(at.parent, at.name, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(a.StartedAt),
-		trace.WithAttributes(at.attrs...),
-		trace.WithAttributes(keyAttempt.Int(a.Attempt), keyNode.String(a.Worker), keyOutcome.String("lost"), keyRecordedBy.String(t.node)))
+	// The step's shared attributes name this node; the lost attempt ran on
+	// another (recorded_by names this one). Rare: a copy is fine here.
+	attrs := make([]attribute.KeyValue, 0, len(at.step.attrs)+6)
+	for _, kv := range at.step.attrs {
+		if kv.Key != keyNode {
+			attrs = append(attrs, kv)
+		}
+	}
+	attrs = append(attrs, semconv.MessagingMessageID(at.taskID), keyRunID.String(at.runID),
+		keyAttempt.Int(a.Attempt), keyNode.String(a.Worker), keyOutcome.String("lost"), keyRecordedBy.String(t.node))
+	_, span := t.t.Start(trace.ContextWithRemoteSpanContext(context.Background(), at.parent), at.step.name, consumerKind, trace.WithTimestamp(a.StartedAt),
+		trace.WithAttributes(attrs...))
 	span.SetStatus(codes.Error, "the attempt lost its worker")
 	span.End(trace.WithTimestamp(end))
 	at.span.AddLink(trace.Link{SpanContext: span.SpanContext(), Attributes: []attribute.KeyValue{keyPrevAttempt.Int(a.Attempt)}})
@@ -384,13 +555,13 @@ func (t *tracer) endBatch(span trace.Span, claimed int, err error) {
 
 // committed notes the span of the transaction that recorded the outcome
 // of the attempt in ctx; endAttempt links the attempt to it.
-func (t *tracer) committed(ctx context.Context, commit trace.SpanContext, batch int) {
+func (t *tracer) committed(ctx context.Context, commit trace.SpanContext) {
 	if t == nil || !commit.IsValid() {
 		return
 	}
 	if at := attemptOf(ctx); at != nil {
 		// Linked when the span ends, on a shallow stack (see runClaimed).
-		at.commit, at.batch = commit, batch
+		at.commit = commit
 	}
 }
 

@@ -255,6 +255,17 @@ func TestTracingOneTraceAcrossNodes(t *testing.T) {
 		if got := spanString(pays["1"], "dagflow.recorded_by"); got != nodeB {
 			t.Errorf("lost attempt recorded by %q, want the node that took it over, %q", got, nodeB)
 		}
+		for att, s := range pays {
+			n := 0
+			for _, kv := range s.Attributes() {
+				if kv.Key == "dagflow.node" {
+					n++
+				}
+			}
+			if n != 1 || s.DroppedAttributes() != 0 {
+				t.Errorf("pay attempt %s carries dagflow.node %d times (%d attributes dropped), want once", att, n, s.DroppedAttributes())
+			}
+		}
 		for att, prev := range map[string]string{"2": "1", "3": "2"} {
 			links := pays[att].Links()
 			if len(links) != 1 || links[0].SpanContext.SpanID() != pays[prev].SpanContext().SpanID() {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/testenv"
@@ -35,6 +36,7 @@ type childConfig struct {
 	StoreDSN      string // dagflow's store, possibly through a proxy
 	EffectsDSN    string // the test's effects tables, direct
 	RedisAddr     string
+	RedisCluster  []string // a Redis Cluster's nodes; when set, RedisAddr is unused
 	Prefix        string
 	Concurrency   int
 	Lease         time.Duration
@@ -42,6 +44,13 @@ type childConfig struct {
 	Reconcile     time.Duration
 	DeliveryLimit int
 	Shutdown      time.Duration // Stop's deadline after SIGTERM
+	// NodeHeartbeat and NodeTimeout configure the node registry (zero:
+	// the engine's defaults).
+	NodeHeartbeat time.Duration
+	NodeTimeout   time.Duration
+	// TraceFile, when set, makes the worker trace (Config.TracerProvider)
+	// and write every span to this file as it ends (spanfile_test.go).
+	TraceFile string
 }
 
 // TestWorkerProcess is not a test: it is the body of a worker process
@@ -85,18 +94,28 @@ func runWorker(cfg childConfig) error {
 		return err
 	}
 	defer edb.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: 32})
+	rdb := newRedis(cfg.RedisAddr, cfg.RedisCluster, 32)
 	defer rdb.Close()
 	h := &handlers{db: edb, pid: os.Getpid(), out: stdoutLine}
 	wfs, err := workflows(h)
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(engine.Config{
+	ecfg := engine.Config{
 		Store: st, Redis: rdb, Prefix: cfg.Prefix, Logger: logger, NodeID: cfg.Name + "-" + strconv.Itoa(os.Getpid()),
 		Concurrency: cfg.Concurrency, Lease: cfg.Lease, Heartbeat: cfg.Heartbeat,
 		ReconcileInterval: cfg.Reconcile, PollInterval: 200 * time.Millisecond, DeliveryLimit: cfg.DeliveryLimit,
-	})
+		NodeHeartbeat: cfg.NodeHeartbeat, NodeTimeout: cfg.NodeTimeout,
+	}
+	if cfg.TraceFile != "" {
+		tp, err := fileTracerProvider(cfg.TraceFile)
+		if err != nil {
+			return err
+		}
+		defer tp.Shutdown(context.Background())
+		ecfg.TracerProvider = tp
+	}
+	e, err := engine.New(ecfg)
 	if err != nil {
 		return err
 	}
@@ -117,6 +136,15 @@ func runWorker(cfg childConfig) error {
 		logger.Warn("stop past its deadline: running steps were released", "err", serr)
 	}
 	return nil
+}
+
+// newRedis returns a client of the Redis at addr, or of the Redis
+// Cluster of nodes when there are any.
+func newRedis(addr string, nodes []string, pool int) redis.UniversalClient {
+	if len(nodes) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: nodes, PoolSize: pool})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: pool})
 }
 
 // event is one line a worker printed: "hold <run> <step> <kind> <attempt>",
@@ -177,17 +205,16 @@ func (w *worker) alive() bool {
 // cluster is one scenario's world: a database, a Redis namespace, a
 // triggering engine in the test process, and worker processes.
 type cluster struct {
-	t         *testing.T
-	dsn       string // direct DSN of the scenario's database
-	db        *sql.DB
-	store     *mysql.Store // the test process's store (direct)
-	redisAddr string
-	rdb       *redis.Client
-	prefix    string
-	logDir    string
-	eng       *engine.Engine // triggers runs; runs no steps
-	base      childConfig
-	events    chan event
+	t      *testing.T
+	dsn    string // direct DSN of the scenario's database
+	db     *sql.DB
+	store  *mysql.Store // the test process's store (direct)
+	rdb    redis.UniversalClient
+	prefix string
+	logDir string
+	eng    *engine.Engine // triggers runs; runs no steps
+	base   childConfig
+	events chan event
 
 	mu      sync.Mutex
 	workers []*worker
@@ -200,12 +227,22 @@ type clusterOptions struct {
 	// Redis is the address to use; empty means the shared Redis with a
 	// private key prefix.
 	Redis string
+	// RedisCluster, when set, are the nodes of a Redis Cluster to use
+	// instead of Redis.
+	RedisCluster []string
 	// StoreDSN rewrites the DSN workers use for the store (e.g. through a
 	// proxy); nil means direct.
 	StoreDSN func(dsn string) string
 	// TriggerDSN, like StoreDSN, for the test process's triggering engine.
 	TriggerDSN func(dsn string) string
 	Configure  func(c *childConfig)
+	// TracerProvider, when set, traces the test process's triggering
+	// engine.
+	TracerProvider trace.TracerProvider
+	// NodeHeartbeat and NodeTimeout configure the triggering engine's
+	// node registry (zero: the defaults); its Nodes and AllNodes count
+	// nodes alive by its NodeTimeout.
+	NodeHeartbeat, NodeTimeout time.Duration
 }
 
 func newCluster(t *testing.T, o clusterOptions) *cluster {
@@ -228,20 +265,20 @@ func newCluster(t *testing.T, o clusterOptions) *cluster {
 		}
 	}
 	addr := o.Redis
-	if addr == "" {
+	if addr == "" && len(o.RedisCluster) == 0 {
 		addr = testenv.RequireRedis(t)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 16})
+	rdb := newRedis(addr, o.RedisCluster, 16)
 	t.Cleanup(func() { rdb.Close() })
 	prefix := testenv.KeyPrefix(t)
-	if o.Redis == "" {
+	if o.Redis == "" && len(o.RedisCluster) == 0 {
 		testenv.DeleteKeys(t, rdb, prefix)
 	}
 	c := &cluster{
-		t: t, dsn: dsn, logDir: t.TempDir(), db: db, store: st, redisAddr: addr, rdb: rdb, prefix: prefix,
+		t: t, dsn: dsn, logDir: t.TempDir(), db: db, store: st, rdb: rdb, prefix: prefix,
 		events: make(chan event, 1024),
 		base: childConfig{
-			StoreDSN: dsn, EffectsDSN: dsn, RedisAddr: addr, Prefix: prefix,
+			StoreDSN: dsn, EffectsDSN: dsn, RedisAddr: addr, RedisCluster: o.RedisCluster, Prefix: prefix,
 			Concurrency: 8, Lease: 1500 * time.Millisecond, Heartbeat: 300 * time.Millisecond,
 			Reconcile: 300 * time.Millisecond, DeliveryLimit: 3, Shutdown: 5 * time.Second,
 		},
@@ -266,7 +303,8 @@ func newCluster(t *testing.T, o clusterOptions) *cluster {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.Config{
-		Store: tst, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1,
+		Store: tst, Redis: rdb, Prefix: prefix, NoWorkers: true, ReconcileInterval: -1, TracerProvider: o.TracerProvider,
+		NodeHeartbeat: o.NodeHeartbeat, NodeTimeout: o.NodeTimeout,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

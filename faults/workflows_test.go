@@ -35,6 +35,9 @@ type plan struct {
 	Panic []string `json:"panic,omitempty"`
 	// Fail: fail permanently, before the effect.
 	Fail []string `json:"fail,omitempty"`
+	// Retry: fail on these attempts with an error that is retried,
+	// before the effect.
+	Retry map[string][]int `json:"retry,omitempty"`
 	// Kill: SIGKILL the worker process on every attempt, before the effect.
 	Kill []string `json:"kill,omitempty"`
 	// Mark: put this string in the step's output (the proxy matches it).
@@ -162,6 +165,9 @@ func (h *handlers) forward(ctx context.Context, sc steps.Context) (out json.RawM
 	if slices.Contains(p.Fail, sc.Step) {
 		return nil, steps.Permanent(errors.New("declined by the test"))
 	}
+	if slices.Contains(p.Retry[sc.Step], sc.Attempt) {
+		return nil, fmt.Errorf("attempt %d declined by the test, to be retried", sc.Attempt)
+	}
 	if err := h.effect(ctx, sc, effectDo); err != nil {
 		return nil, err
 	}
@@ -170,7 +176,7 @@ func (h *handlers) forward(ctx context.Context, sc steps.Context) (out json.RawM
 			return nil, err
 		}
 	}
-	o := map[string]any{"step": sc.Step, "n": p.N}
+	o := map[string]any{"step": sc.Step, "n": p.N, "pid": h.pid}
 	if m := p.Mark[sc.Step]; m != "" {
 		o["mark"] = m
 	}

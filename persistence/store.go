@@ -744,3 +744,37 @@ type ScheduleTickListParams struct {
 	Name  string
 	Limit int
 }
+
+// ChangeFeed is implemented by stores that can say cheaply which runs
+// changed lately, for dashboards that watch the store (the MySQL and
+// SQLite stores do, through an index on the steps' update time). It is
+// optional: a reader without it polls what it shows instead.
+type ChangeFeed interface {
+	// StepListChanged lists the runs whose steps changed after p.After
+	// (every transition of a step, and so of its run, sets its update
+	// time), oldest change first, at most p.Limit changes. It is one
+	// range of an index.
+	StepListChanged(ctx context.Context, p StepListChangedParams) (StepChanges, error)
+}
+
+// StepListChangedParams are the arguments of ChangeFeed.StepListChanged.
+type StepListChangedParams struct {
+	// After is exclusive: changes at or before it are not listed. Zero
+	// asks only for the newest change (Latest), with no runs.
+	After time.Time
+	// Limit bounds the changes read: 1000 when zero or negative, at most
+	// 10000.
+	Limit int
+}
+
+// StepChanges is what StepListChanged returns.
+type StepChanges struct {
+	// RunIDs are the runs that changed, each once.
+	RunIDs []string
+	// Latest is the newest update time read (After when nothing changed);
+	// pass it as the next call's After.
+	Latest time.Time
+	// More reports that Limit cut the listing short: more runs changed
+	// than RunIDs holds.
+	More bool
+}

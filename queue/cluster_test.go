@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,9 +43,183 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("Probe on Cluster: %v", err)
 		}
 	})
+	t.Run("WakeUpAcrossNodes", func(t *testing.T) {
+		testWakeUpAcrossNodes(t, addrs)
+	})
 	runSuite(t, func(t testing.TB) redis.UniversalClient {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		t.Cleanup(func() { c.Close() })
 		return c
 	})
+}
+
+// testWakeUpAcrossNodes: on a Cluster a consumer waiting on queues of two
+// masters listens to each queue's channel with sharded pub/sub on the
+// master that owns the queue's slot (and to no classic channel), and a
+// wake-up published there by the enqueue script reaches it within
+// milliseconds, not at the PollInterval.
+func testWakeUpAcrossNodes(t *testing.T, addrs []string) {
+	ctx := context.Background()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { c.Close() })
+	prefix := testenv.KeyPrefix(t)
+	q := newTestQueue(t, c, Config{Prefix: prefix, PollInterval: time.Minute})
+	producer := newTestQueue(t, c, Config{Prefix: prefix})
+	master := func(name string) string {
+		m, err := c.MasterForKey(ctx, q.keys(name).ready)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Options().Addr
+	}
+	a, b := "jobs", ""
+	for _, name := range []string{"other", "high", "low", "qa", "qb", "qc"} {
+		if master(name) != master(a) {
+			b = name
+			break
+		}
+	}
+	if b == "" {
+		t.Fatalf("no queue name on another master than %q's", a)
+	}
+	// The first wait subscribes to a's channel, the second to b's.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := q.Dequeue(short, DequeueParams{Queues: []string{a}, Lease: time.Minute}); err == nil {
+		t.Fatal("dequeue of the empty queue returned a task")
+	}
+	cancel()
+	got := make(chan error, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		tasks, err := q.Dequeue(dctx, DequeueParams{Queues: []string{b}, Lease: time.Minute})
+		if err == nil && len(tasks) != 1 {
+			t.Errorf("dequeue of %s: %d tasks, want 1", b, len(tasks))
+		}
+		got <- err
+	}()
+	ach, bch := q.keys(a).channel, q.keys(b).channel
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return slices.Contains(channelsOn(t, master(a), ach, true), ach) && slices.Contains(channelsOn(t, master(b), bch, true), bch)
+	}, "%s and %s subscribed on their own shards", ach, bch)
+	for _, addr := range addrs {
+		if chs := channelsOn(t, addr, prefix+":*", false); len(chs) > 0 {
+			t.Errorf("classic channels subscribed on %s: %v", addr, chs)
+		}
+	}
+	waitWaiting(t, c, q.keys(b).waiting)
+	start := time.Now()
+	if _, err := producer.Enqueue(ctx, b, Item{ID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("dequeue of %s: %v", b, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("woken %v after the enqueue, want well under the PollInterval (1m)", d)
+	} else {
+		t.Logf("queue %s on %s: woken %v after the enqueue", b, master(b), d)
+	}
+}
+
+// waitWaiting waits until a consumer set the waiting flag key: it is
+// asleep, and the next enqueue publishes its wake-up.
+func waitWaiting(t *testing.T, c redis.UniversalClient, flag string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		n, err := c.Exists(context.Background(), flag).Result()
+		return err == nil && n == 1
+	}, "the waiting flag %s set", flag)
+}
+
+// channelsOn lists the pub/sub channels matching pattern that have a
+// subscriber connected to the node at addr: shard channels (PUBSUB
+// SHARDCHANNELS) or classic ones.
+func channelsOn(t *testing.T, addr, pattern string, shard bool) []string {
+	n := redis.NewClient(&redis.Options{Addr: addr})
+	defer n.Close()
+	cmd := n.PubSubChannels(context.Background(), pattern)
+	if shard {
+		cmd = n.PubSubShardChannels(context.Background(), pattern)
+	}
+	chs, err := cmd.Result()
+	if err != nil {
+		t.Fatalf("PUBSUB on %s: %v", addr, err)
+	}
+	return chs
+}
+
+// TestClusterWakeUpAfterFailover: the master that owns a queue's slot
+// fails over to its replica, killed (the subscription's connection
+// breaks) or by a manual failover (the old master, now a replica, ends
+// the shard subscription itself). The consumer's shard subscription
+// moves to the new master, and a wake-up published there reaches it
+// within milliseconds, not at the PollInterval.
+func TestClusterWakeUpAfterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster; skipped under -short")
+	}
+	for _, how := range []string{"killed", "manual failover"} {
+		t.Run(how, func(t *testing.T) {
+			cl := testenv.StartClusterWith(t, 3, 1, testenv.RedisOptions{Config: []string{"cluster-node-timeout 1000"}})
+			ctx := context.Background()
+			c := cl.Client(t)
+			prefix := testenv.KeyPrefix(t)
+			q := newTestQueue(t, c, Config{Prefix: prefix, PollInterval: time.Minute})
+			producer := newTestQueue(t, c, Config{Prefix: prefix})
+			k := q.keys("jobs")
+			short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			q.Dequeue(short, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+			cancel()
+			m, err := c.MasterForKey(ctx, k.ready)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var master *testenv.RedisServer
+			for _, n := range cl.Nodes {
+				if n.Addr == m.Options().Addr {
+					master = n
+				}
+			}
+			testenv.Eventually(t, 10*time.Second, func() bool {
+				return slices.Contains(channelsOn(t, master.Addr, k.channel, true), k.channel)
+			}, "%s subscribed on %s", k.channel, master.Addr)
+			var promoted *testenv.RedisServer
+			if how == "killed" {
+				promoted, err = cl.KillMaster(master)
+			} else {
+				promoted, err = cl.FailOver(master)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The producer's calls to the queue's slot learn the new slot
+			// map, as a node's scripts do.
+			testenv.Eventually(t, 30*time.Second, func() bool {
+				producer.Stats(ctx, "jobs")
+				return slices.Contains(channelsOn(t, promoted.Addr, k.channel, true), k.channel)
+			}, "%s subscribed again on the promoted %s", k.channel, promoted.Addr)
+			got := make(chan error, 1)
+			go func() {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				_, err := q.Dequeue(dctx, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
+				got <- err
+			}()
+			waitWaiting(t, c, k.waiting)
+			start := time.Now()
+			testenv.Eventually(t, 30*time.Second, func() bool {
+				_, err := producer.Enqueue(ctx, "jobs", Item{ID: "t1"})
+				return err == nil
+			}, "an enqueue on the promoted master")
+			if err := <-got; err != nil {
+				t.Fatalf("dequeue after the failover: %v", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("woken %v after the enqueue, want well under the PollInterval (1m)", d)
+			} else {
+				t.Logf("%s: %s promoted; woken %v after the enqueue", how, promoted.Addr, d)
+			}
+		})
+	}
 }

@@ -138,9 +138,14 @@ func (q *Queue) dequeueFrom(ctx context.Context, queue string, max int, lease ti
 	if others {
 		arm = 1
 	}
-	res, err := scriptDequeue.Run(context.WithoutCancel(ctx), q.client,
+	// The waiting flag tells the scripts how this process listens.
+	how := "1"
+	if q.cluster != nil {
+		how = "s"
+	}
+	res, err := q.run(context.WithoutCancel(ctx), scriptDequeue,
 		[]string{k.ready, k.delayed, k.leased, k.index, k.waiting},
-		k.channel, now.UnixMilli(), deadline, max, promoteLimit+max, arm).Slice()
+		k.channel, now.UnixMilli(), deadline, max, promoteLimit+max, arm, how).Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("queue: dequeue from %q: %w", queue, err)
 	}

@@ -32,13 +32,17 @@
 // the Queue's single pub/sub connection; the next script that makes tasks
 // ready publishes on the queue's channel while the flag is set. No
 // connection is held per blocked consumer, context cancellation is
-// immediate, and it works the same on Cluster (one slot per script,
-// pub/sub is cluster-wide) and on miniredis.
+// immediate, and it works the same on miniredis. On a Redis Cluster the
+// wake-ups use sharded pub/sub (SSUBSCRIBE on the shard that owns the
+// queue's slot, SPUBLISH from the scripts, which run in that slot), one
+// connection per queue waited on, so a wake-up does not travel to every
+// node; the flag's value tells the scripts which kind to publish.
 //
 // # Access
 //
 // A Redis ACL user for the queue needs the commands of Commands on the
-// keys and channels under its prefix, and nothing else:
+// keys and channels under its prefix (on a Redis Cluster also those of
+// ClusterCommands), and nothing else:
 //
 //	user dagflow on >password resetkeys ~dagflow:* resetchannels &dagflow:* -@all +eval +evalsha +subscribe +ping ...
 //

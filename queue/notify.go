@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"sync"
@@ -12,7 +13,14 @@ import (
 
 // notifier wakes blocked Dequeue calls of this process. It holds one
 // pub/sub connection for the whole Queue, subscribed to the notify channel
-// of every queue that has been dequeued from. The scripts publish "n tasks
+// of every queue that has been dequeued from. On a Redis Cluster it uses
+// sharded pub/sub instead: one SSUBSCRIBE connection per channel, on the
+// shard that owns the channel's slot (the queue's hash tag), so that a
+// wake-up goes to that shard only and not, as a classic PUBLISH does, to
+// every node of the cluster. The waiting flag a consumer sets says which
+// of the two it listens on (dequeue.lua, wake in common.lua). When the
+// slot moves (a failover, a resharding) the server ends the shard
+// subscription; the notifier subscribes again, on the new owner. The scripts publish "n tasks
 // became ready" on a queue's channel only while its waiting flag is set,
 // which a dequeue that found nothing sets: an idle queue costs a PUBLISH
 // per wake-up, a busy one nothing.
@@ -26,12 +34,16 @@ import (
 type notifier struct {
 	q *Queue
 
-	mu      sync.Mutex
-	ps      *redis.PubSub
-	topics  map[string]*topic // by channel
-	closed  bool
-	closing chan struct{}
-	done    chan struct{} // closed when the receive loop returns; nil if never started
+	mu     sync.Mutex
+	ps     *redis.PubSub            // classic: one connection for every channel
+	shards map[string]*redis.PubSub // sharded (Cluster): one per channel
+	// shardAddr is the master each shard subscription was sent to, as
+	// the client's slot map said then.
+	shardAddr map[string]string
+	topics    map[string]*topic // by channel
+	closed    bool
+	closing   chan struct{}
+	loops     sync.WaitGroup // the receive loops
 }
 
 type topic struct {
@@ -55,7 +67,7 @@ type waiter struct {
 const subscribeWait = 2 * time.Second
 
 func newNotifier(q *Queue) *notifier {
-	return &notifier{q: q, topics: map[string]*topic{}, closing: make(chan struct{})}
+	return &notifier{q: q, topics: map[string]*topic{}, shards: map[string]*redis.PubSub{}, shardAddr: map[string]string{}, closing: make(chan struct{})}
 }
 
 // subscribe makes sure the pub/sub connection listens on channels and that
@@ -83,10 +95,14 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 	var err error
 	switch {
 	case len(fresh) == 0:
+	case n.q.cluster != nil:
+		for _, ch := range fresh {
+			n.subscribeShardLocked(ctx, ch)
+		}
 	case n.ps == nil:
 		n.ps = n.q.client.Subscribe(ctx, fresh...)
-		n.done = make(chan struct{})
-		go n.loop(n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)), n.done)
+		n.loops.Add(1)
+		go n.loop(n.ps, n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)))
 	default:
 		// The write is short; the receive loop does not need n.mu to read.
 		err = n.ps.Subscribe(ctx, fresh...)
@@ -117,12 +133,78 @@ func (n *notifier) subscribe(ctx context.Context, channels []string) error {
 	return nil
 }
 
-func (n *notifier) loop(msgs <-chan any, done chan struct{}) {
-	defer close(done)
+// subscribeShardLocked subscribes to ch with SSUBSCRIBE on a connection
+// of its own, to the shard that owns ch's slot. n.mu is held.
+func (n *notifier) subscribeShardLocked(ctx context.Context, ch string) {
+	// go-redis sends the SSUBSCRIBE now and again on every reconnect,
+	// routed by the slot map of that moment; ctx only bounds this write.
+	ps := n.q.cluster.SSubscribe(context.WithoutCancel(ctx), ch)
+	n.shards[ch] = ps
+	if m, err := n.q.cluster.MasterForKey(ctx, ch); err == nil {
+		n.shardAddr[ch] = m.Options().Addr
+	}
+	n.loops.Add(1)
+	go n.loop(ps, ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)))
+}
+
+// resubscribe replaces old, the shard subscription of ch that the server
+// ended (its slot moved), with a new one on the slot's owner now. It asks
+// the client to read the slot map again until the map names another
+// master for ch than the one old was on (up to resubscribeWait), so that
+// the new subscription is not sent back to the node that just gave the
+// slot away. The new one's confirmation wakes every waiter of ch:
+// messages may have been lost meanwhile; until then the PollInterval
+// timer is the safety net.
+func (n *notifier) resubscribe(old *redis.PubSub, ch string) {
+	n.mu.Lock()
+	if n.closed || n.shards[ch] != old {
+		n.mu.Unlock()
+		return
+	}
+	n.q.log.Info("queue: shard subscription ended by the server (slot moved); subscribing again", "channel", ch)
+	delete(n.shards, ch)
+	was := n.shardAddr[ch]
+	old.Close() // ends old's loop, this one
+	n.mu.Unlock()
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), resubscribeWait)
+		defer cancel()
+		for {
+			n.q.cluster.ReloadState(ctx)
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-n.closing:
+				return
+			}
+			m, err := n.q.cluster.MasterForKey(ctx, ch)
+			if (err == nil && m.Options().Addr != was) || ctx.Err() != nil {
+				break
+			}
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.closed && n.shards[ch] == nil {
+			n.subscribeShardLocked(context.Background(), ch)
+		}
+	}()
+}
+
+// resubscribeWait bounds how long a shard subscription the server ended
+// waits for the client's slot map to name the slot's new master.
+const resubscribeWait = 5 * time.Second
+
+func (n *notifier) loop(ps *redis.PubSub, msgs <-chan any) {
+	defer n.loops.Done()
 	for m := range msgs {
 		switch m := m.(type) {
 		case *redis.Subscription:
-			if m.Kind != "subscribe" {
+			if m.Kind == "sunsubscribe" {
+				n.resubscribe(ps, m.Channel)
+				continue
+			}
+			if m.Kind != "subscribe" && m.Kind != "ssubscribe" {
 				continue
 			}
 			n.mu.Lock()
@@ -253,12 +335,18 @@ func (n *notifier) close() error {
 	}
 	n.closed = true
 	close(n.closing)
-	ps, done := n.ps, n.done
-	n.mu.Unlock()
-	if ps == nil {
-		return nil
+	var pss []*redis.PubSub
+	if n.ps != nil {
+		pss = append(pss, n.ps)
 	}
-	err := ps.Close()
-	<-done
-	return err
+	for _, ps := range n.shards {
+		pss = append(pss, ps)
+	}
+	n.mu.Unlock()
+	var errs []error
+	for _, ps := range pss {
+		errs = append(errs, ps.Close())
+	}
+	n.loops.Wait()
+	return errors.Join(errs...)
 }

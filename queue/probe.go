@@ -32,11 +32,17 @@ var (
 // checks that it has them.
 var Commands = []string{
 	"EVAL", "EVALSHA", "SUBSCRIBE", "PING",
-	"DEL", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
+	"DEL", "GET", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
 	"LLEN", "LPOP", "LPUSH", "LRANGE", "LREM", "RPUSH",
 	"PUBLISH", "SET",
 	"ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
 }
+
+// ClusterCommands are what a user needs on a Redis Cluster besides
+// Commands: the sharded pub/sub of the wake-ups (SSUBSCRIBE, and
+// SPUBLISH in the scripts) and what go-redis's cluster client reads the
+// slot map and the commands' key positions with.
+var ClusterCommands = []string{"SSUBSCRIBE", "SPUBLISH", "CLUSTER|SLOTS", "COMMAND"}
 
 // probeEval is the script that checks EVAL and EVALSHA themselves, before
 // the queue's scripts (whose EVALSHA falls back to EVAL on a server that
@@ -155,10 +161,18 @@ func (p *probe) run(ctx context.Context) error {
 	if err := probeEval.EvalSha(ctx, c, nil).Err(); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return p.fail("EVALSHA", []string{"EVALSHA"}, "", "", err)
 	}
-	ps := c.Subscribe(ctx, p.k.channel)
+	// On a Cluster the wake-ups use sharded pub/sub (see notifier).
+	sub, pub := "SUBSCRIBE", "PUBLISH"
+	var ps *redis.PubSub
+	if p.q.cluster != nil {
+		sub, pub = "SSUBSCRIBE", "SPUBLISH"
+		ps = p.q.cluster.SSubscribe(ctx, p.k.channel)
+	} else {
+		ps = c.Subscribe(ctx, p.k.channel)
+	}
 	defer ps.Close()
 	if err := p.await(ctx, ps, func(m any) bool { _, ok := m.(*redis.Subscription); return ok }); err != nil {
-		return p.fail("SUBSCRIBE", []string{"SUBSCRIBE"}, "", p.k.channel, err)
+		return p.fail(sub, []string{sub}, "", p.k.channel, err)
 	}
 	if err := p.scripts(ctx); err != nil {
 		return err
@@ -166,7 +180,7 @@ func (p *probe) run(ctx context.Context) error {
 	// The enqueue of a delayed task found the waiting flag set and
 	// published a wake-up: it must have reached the subscriber.
 	if err := p.await(ctx, ps, func(m any) bool { msg, ok := m.(*redis.Message); return ok && msg.Channel == p.k.channel }); err != nil {
-		return p.fail("the wake-up published by the enqueue script", []string{"PUBLISH", "SUBSCRIBE"}, "", p.k.channel, err)
+		return p.fail("the wake-up published by the enqueue script", []string{pub, sub}, "", p.k.channel, err)
 	}
 	return nil
 }
@@ -208,7 +222,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			return err
 		}},
 		// The delayed task is due before any other: it wakes the waiter.
-		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "DEL", "PUBLISH"}, func() error {
+		{"the enqueue script", []string{"HSETNX", "HGET", "HSET", "ZRANGE", "ZADD", "RPUSH", "GET", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Enqueue(ctx, name, Item{ID: ready}, Item{ID: delayed, At: now.Add(time.Hour)})
 			return err
 		}},
@@ -234,16 +248,16 @@ func (p *probe) scripts(ctx context.Context) error {
 			_, err := q.List(ctx, name, StateReady, 0, 10)
 			return err
 		}},
-		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "DEL", "PUBLISH"}, func() error {
+		{"the release script", []string{"HGET", "ZREM", "HSET", "LPUSH", "GET", "DEL", "PUBLISH"}, func() error {
 			return q.Release(ctx, name, ready)
 		}},
-		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "DEL", "PUBLISH"}, func() error {
+		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "GET", "DEL", "PUBLISH"}, func() error {
 			if _, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false); err != nil {
 				return err
 			}
 			return q.Retry(ctx, name, ready, now)
 		}},
-		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "DEL", "PUBLISH"}, func() error {
+		{"the sweep script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "GET", "DEL", "PUBLISH"}, func() error {
 			_, err := q.Sweep(ctx, name, 10)
 			return err
 		}},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,7 +100,11 @@ type Queue struct {
 	poll   time.Duration
 	log    *slog.Logger
 
-	notifier  *notifier
+	notifier *notifier
+	// cluster is the client when it is a Redis Cluster's: wake-ups then
+	// use sharded pub/sub (see notifier).
+	cluster   *redis.ClusterClient
+	reloaded  atomic.Int64 // unix ns of the last slot map reload asked for
 	closeOnce sync.Once
 }
 
@@ -118,6 +123,7 @@ func New(cfg Config) (*Queue, error) {
 		poll:   cfg.PollInterval,
 		log:    cfg.Logger,
 	}
+	q.cluster, _ = cfg.Client.(*redis.ClusterClient)
 	q.notifier = newNotifier(q)
 	return q, nil
 }
@@ -163,7 +169,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		}
 		args = append(args, it.ID, dueMillis(it.At))
 	}
-	res, err := scriptEnqueue.Run(ctx, q.client,
+	res, err := q.run(ctx, scriptEnqueue,
 		[]string{k.ready, k.delayed, k.index, k.waiting}, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: enqueue to %q: %w", queue, err)
@@ -185,7 +191,7 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 		return err
 	}
 	k := q.keys(queue)
-	if err := scriptAck.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)...).Err(); err != nil {
+	if err := q.run(ctx, scriptAck, []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)...).Err(); err != nil {
 		return fmt.Errorf("queue: ack in %q: %w", queue, err)
 	}
 	return nil
@@ -215,7 +221,7 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 		return err
 	}
 	k := q.keys(queue)
-	n, err := scriptRetry.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
+	n, err := q.run(ctx, scriptRetry, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
 		k.channel, q.now().UnixMilli(), id, dueMillis(at)).Int()
 	if err != nil {
 		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
@@ -236,7 +242,7 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 	}
 	k := q.keys(queue)
 	args := append([]any{k.channel}, strArgs(ids)...)
-	if err := scriptRelease.Run(ctx, q.client, []string{k.ready, k.leased, k.index, k.waiting}, args...).Err(); err != nil {
+	if err := q.run(ctx, scriptRelease, []string{k.ready, k.leased, k.index, k.waiting}, args...).Err(); err != nil {
 		return fmt.Errorf("queue: release in %q: %w", queue, err)
 	}
 	return nil
@@ -254,7 +260,7 @@ func (q *Queue) Extend(ctx context.Context, queue, id string, lease time.Duratio
 		return false, fmt.Errorf("%w: lease %v is not positive", ErrInvalidArgument, lease)
 	}
 	k := q.keys(queue)
-	n, err := scriptExtend.Run(ctx, q.client, []string{k.leased}, id, q.now().Add(lease).UnixMilli()).Int()
+	n, err := q.run(ctx, scriptExtend, []string{k.leased}, id, q.now().Add(lease).UnixMilli()).Int()
 	if err != nil {
 		return false, fmt.Errorf("queue: extend %q in %q: %w", id, queue, err)
 	}
@@ -281,7 +287,7 @@ func (q *Queue) Sweep(ctx context.Context, queue string, limit int) (SweepResult
 		limit = 1000
 	}
 	k := q.keys(queue)
-	res, err := scriptSweep.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
+	res, err := q.run(ctx, scriptSweep, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
 		k.channel, q.now().UnixMilli(), limit).Int64Slice()
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("queue: sweep %q: %w", queue, err)
@@ -325,7 +331,7 @@ func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
 		return Stats{}, err
 	}
 	k := q.keys(queue)
-	res, err := scriptStats.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased}).Int64Slice()
+	res, err := q.run(ctx, scriptStats, []string{k.ready, k.delayed, k.leased}).Int64Slice()
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats of %q: %w", queue, err)
 	}
@@ -368,7 +374,7 @@ func (q *Queue) List(ctx context.Context, queue string, state State, offset, lim
 		return []TaskInfo{}, nil
 	}
 	k := q.keys(queue)
-	res, err := scriptList.Run(ctx, q.client, []string{k.ready, k.delayed, k.leased, k.index},
+	res, err := q.run(ctx, scriptList, []string{k.ready, k.delayed, k.leased, k.index},
 		code, offset, limit).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s tasks of %q: %w", state, queue, err)
@@ -462,4 +468,35 @@ func asInt(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// run runs a script, and on a Redis Cluster has the client read the slot
+// map again after a connection error (see reloadAfter).
+func (q *Queue) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := s.Run(ctx, q.client, keys, args...)
+	q.reloadAfter(cmd.Err())
+	return cmd
+}
+
+// reloadAfter asks a Cluster client to read the slot map again when err
+// is not a reply from Redis (a refused or broken connection, a timeout),
+// at most once a second. go-redis reads it again on a MOVED reply, and
+// otherwise only every ClusterStateReloadInterval (60 s by default): when
+// a master is killed, its slots would stay unreachable, for the scripts
+// and for the wake-ups' shard subscriptions, that long after a replica
+// took over.
+func (q *Queue) reloadAfter(err error) {
+	if q.cluster == nil || err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := q.reloaded.Load()
+	if now-last < int64(time.Second) || !q.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	q.cluster.ReloadState(context.Background())
 }

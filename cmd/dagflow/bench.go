@@ -4,6 +4,7 @@ package main
 
 import (
 	"flag"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,18 @@ func newBenchCmd(sec *secrets) *cobra.Command {
 			"prints a table and one JSON line. See docs/benchmarks.md.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if spec := os.Getenv(bench.ChildEnv); spec != "" {
+				// A worker process of a --procs session.
+				return bench.RunChild(cmd.Context(), spec, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			sec.addDSN(cfg.MySQLDSN)
+			if cfg.Procs > 0 {
+				res, err := bench.RunProcs(cmd.Context(), cfg, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return res.Print(cmd.OutOrStdout())
+			}
 			res, err := bench.Run(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err

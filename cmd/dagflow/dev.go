@@ -78,6 +78,8 @@ func newDevCmd() *cobra.Command {
 	fs.IntVar(&opt.concurrency, "concurrency", 8, "steps run at once")
 	fs.BoolVarP(&opt.verbose, "verbose", "v", false, "log the engine's and the API's info messages")
 	fs.DurationVar(&opt.timeout, "timeout", 2*time.Minute, "with --once: give up if the runs have not finished by then")
+	fs.DurationVar(&opt.stepDelay, "step-delay", devStepDelay, "how long each example step takes (longer makes the runs easier to watch in the dashboard)")
+	fs.StringVar(&opt.otlpEndpoint, "otlp-endpoint", "", otlpEndpointHelp)
 	return cmd
 }
 
@@ -95,7 +97,14 @@ type devOptions struct {
 	concurrency int
 	verbose     bool
 	timeout     time.Duration
+	stepDelay   time.Duration
+	// otlpEndpoint exports traces there (cmd/dagflow/tracing.go).
+	otlpEndpoint string
 }
+
+// devStepDelay is how long each example step takes by default: long
+// enough to see the parallel steps, short enough for an order a second.
+const devStepDelay = 50 * time.Millisecond
 
 // devNode is the embedded engine of dev, not started yet.
 type devNode struct {
@@ -103,14 +112,16 @@ type devNode struct {
 	reg   *prometheus.Registry // the engine's metrics
 	svc   *orderflow.Services
 	redis string // the in-process Redis's address
+	tr    *tracing
 	close func()
 }
 
 // openDev starts the in-process Redis, opens the SQLite file and makes an
 // engine with the example workflows registered.
-func openDev(ctx context.Context, opt devOptions, logger *slog.Logger) (*devNode, error) {
+func openDev(ctx context.Context, opt devOptions, logger *slog.Logger, tr *tracing) (*devNode, error) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
+		tr.shutdown(logger)
 		return nil, fmt.Errorf("in-process redis: %w", err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -118,13 +129,15 @@ func openDev(ctx context.Context, opt devOptions, logger *slog.Logger) (*devNode
 	if err != nil {
 		rdb.Close()
 		mr.Close()
+		tr.shutdown(logger)
 		return nil, err // names sqlite and the file
 	}
-	n := &devNode{redis: mr.Addr(), close: func() { store.Close(); rdb.Close(); mr.Close() }}
+	// The spans are flushed last, after the engine stopped.
+	n := &devNode{redis: mr.Addr(), tr: tr, close: func() { store.Close(); rdb.Close(); mr.Close(); tr.shutdown(logger) }}
 	fail := func(err error) (*devNode, error) { n.close(); return nil, err }
 
 	n.svc = orderflow.NewServices()
-	n.svc.Delay = 50 * time.Millisecond
+	n.svc.Delay = opt.stepDelay
 	reg := steps.NewRegistry()
 	if err := n.svc.Register(reg); err != nil {
 		return fail(err)
@@ -133,7 +146,7 @@ func openDev(ctx context.Context, opt devOptions, logger *slog.Logger) (*devNode
 	if n.e, err = engine.New(engine.Config{
 		Store: store, Redis: rdb, Logger: logger, Concurrency: opt.concurrency,
 		ReconcileInterval: 500 * time.Millisecond, PollInterval: 200 * time.Millisecond,
-		Registerer: n.reg,
+		Registerer: n.reg, TracerProvider: tr.provider(),
 	}); err != nil {
 		return fail(err)
 	}
@@ -162,6 +175,9 @@ func (n *devNode) banner(stdout io.Writer, opt devOptions) {
 	abs, _ := filepath.Abs(opt.dbPath)
 	fmt.Fprintf(stdout, "dagflow dev: in-process Redis at %s, runs stored in %s\n", n.redis, abs)
 	fmt.Fprintf(stdout, "workflows: %s\n", strings.Join(sortedNames(n.e.Workflows()), ", "))
+	if n.tr != nil {
+		fmt.Fprintf(stdout, "%s\n", n.tr.describe())
+	}
 }
 
 // devRun is one order dev triggers, with the outcome it is designed for.
@@ -205,12 +221,12 @@ func (n *devNode) trigger(ctx context.Context, p devRun) (string, error) {
 	return n.e.Trigger(ctx, p.wf, p.order, engine.IdempotencyKey("dev:"+p.order.OrderID))
 }
 
-func devLogger(stderr io.Writer, verbose bool) *slog.Logger {
+func devLogger(stderr io.Writer, verbose bool, tr *tracing) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return nodeLogger(stderr, level, tr)
 }
 
 // devSchedule is the demo schedule dev declares: an order at the top of
@@ -227,8 +243,12 @@ func runDevServe(ctx context.Context, opt devOptions, stdout, stderr io.Writer) 
 	if opt.runsGiven && opt.runs < 1 {
 		return fmt.Errorf("--runs %d: must be at least 1 (leave it out to trigger until stopped)", opt.runs)
 	}
-	logger := devLogger(stderr, opt.verbose)
-	n, err := openDev(ctx, opt, logger)
+	tr, err := openTracing(ctx, opt.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	logger := devLogger(stderr, opt.verbose, tr)
+	n, err := openDev(ctx, opt, logger, tr)
 	if err != nil {
 		return err
 	}
@@ -247,6 +267,7 @@ func runDevServe(ctx context.Context, opt devOptions, stdout, stderr io.Writer) 
 	}
 	served := srv.serve()
 	n.banner(stdout, opt)
+	fmt.Fprintf(stdout, "dashboard on %s/%s\n", srv.url, srv.dashboardNote())
 	fmt.Fprintf(stdout, "API on %s%s\n", srv.url, srv.authNote())
 	fmt.Fprintf(stdout, "  curl %s/v1/runs\n", srv.url)
 	fmt.Fprintf(stdout, "  curl %s/metrics\n", srv.url)
@@ -328,7 +349,11 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 	if opt.runs < 1 {
 		return fmt.Errorf("--runs %d: must be at least 1", opt.runs)
 	}
-	n, err := openDev(ctx, opt, devLogger(stderr, opt.verbose))
+	tr, err := openTracing(ctx, opt.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	n, err := openDev(ctx, opt, devLogger(stderr, opt.verbose, tr), tr)
 	if err != nil {
 		return err
 	}

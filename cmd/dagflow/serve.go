@@ -79,12 +79,16 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	if s.maxBody < 1 {
 		return usagef("--max-body-bytes %d: must be at least 1", s.maxBody)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tr, err := openTracing(ctx, s.w.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	logger := nodeLogger(stderr, slog.LevelInfo, tr)
+	defer tr.shutdown(logger)
 	reg := metricsRegistry()
 	o := api.Options{Logger: logger, MaxBodyBytes: s.maxBody}
 	var ms *metricsServer
 	if s.w.metricsListen != "" {
-		var err error
 		if ms, err = listenMetrics(s.w.metricsListen, reg, logger); err != nil {
 			return err
 		}
@@ -92,7 +96,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	} else {
 		o.Metrics = metricsHandler(reg, logger)
 	}
-	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger, reg)
+	n, err := openNode(ctx, &s.w, queuesGiven, s.noWorkers, logger, reg, tr)
 	if err != nil {
 		return err
 	}
@@ -107,11 +111,15 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	served := srv.serve()
 	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())
+	fmt.Fprintf(stdout, "dagflow serve: dashboard on %s/%s\n", srv.url, srv.dashboardNote())
 	if ms != nil {
 		ms.serve(logger)
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s (no authentication)\n", ms.url)
 	} else {
 		fmt.Fprintf(stdout, "dagflow serve: metrics on %s/metrics (the API's authentication: a read key)\n", srv.url)
+	}
+	if tr != nil {
+		fmt.Fprintf(stdout, "dagflow serve: %s\n", tr.describe())
 	}
 	if s.noWorkers {
 		fmt.Fprintf(stdout, "dagflow serve: node %s runs no step (--no-workers); SIGTERM stops it\n", n.e.NodeID())
@@ -174,16 +182,21 @@ func listenAPI(ctx context.Context, e *engine.Engine, addr string, o api.Options
 			"until a key is created with `dagflow apikeys create` (requests need keys within a second of it, no restart); "+
 			"a proxy or tunnel in front of this server lets whoever reaches it in without a key: create a key first", "listen", l.Addr().String())
 	}
+	h := api.NewHandler(e, o)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	// A graceful shutdown waits for open requests: the dashboard's event
+	// streams would hold it to its deadline.
+	srv.RegisterOnShutdown(h.CloseStreams)
 	return &apiServer{
-		srv: &http.Server{
-			Handler:           api.NewHandler(e, o),
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		},
+		srv:       srv,
 		l:         l,
 		url:       "http://" + l.Addr().String(),
 		anonymous: o.AllowAnonymous,
@@ -211,6 +224,15 @@ func (s *apiServer) authNote() string {
 		return " (no API key needed until one is created: loopback, and the store holds none)"
 	}
 	return " (requests need an API key: Authorization: Bearer <key>)"
+}
+
+// dashboardNote says, after the dashboard's URL, whether it needs a
+// login.
+func (s *apiServer) dashboardNote() string {
+	if s.anonymous {
+		return " (no login needed until an API key is created)"
+	}
+	return " (log in with an API key)"
 }
 
 // serve serves the API until shutdown; the channel gets the error that

@@ -40,6 +40,8 @@ type workerFlags struct {
 	// metricsListen serves /metrics alone, unauthenticated, on its own
 	// address (cmd/dagflow/metrics.go).
 	metricsListen string
+	// otlpEndpoint exports traces there (cmd/dagflow/tracing.go).
+	otlpEndpoint string
 }
 
 // newWorkerCmd runs one engine node (workers and reconciler) with the
@@ -72,10 +74,16 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&w.nodeTimeout, "node-timeout", engine.NodeAliveWithin, "a node without a registry heartbeat for this long is presumed dead and its steps are taken over (longer than --node-heartbeat)")
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
 	fs.StringVar(&w.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port, without authentication: an address only monitoring reaches")
+	fs.StringVar(&w.otlpEndpoint, "otlp-endpoint", "", otlpEndpointHelp)
 }
 
 func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tr, err := openTracing(ctx, w.otlpEndpoint)
+	if err != nil {
+		return err
+	}
+	logger := nodeLogger(stderr, slog.LevelInfo, tr)
+	defer tr.shutdown(logger)
 	var reg *prometheus.Registry
 	var ms *metricsServer
 	if w.metricsListen != "" {
@@ -86,7 +94,7 @@ func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, st
 		}
 		defer ms.close()
 	}
-	n, err := openNode(ctx, w, queuesGiven, false, logger, reg)
+	n, err := openNode(ctx, w, queuesGiven, false, logger, reg, tr)
 	if err != nil {
 		return err
 	}
@@ -95,6 +103,9 @@ func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, st
 		return err
 	}
 	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", n.e.NodeID(), strings.Join(n.queues, ","))
+	if tr != nil {
+		fmt.Fprintf(stdout, "dagflow worker: %s\n", tr.describe())
+	}
 	if ms != nil {
 		ms.serve(logger)
 		fmt.Fprintf(stdout, "dagflow worker: metrics on %s\n", ms.url)
@@ -114,8 +125,8 @@ type node struct {
 // built-in workflows registered, working --queues (default: every queue
 // of those workflows). With noWorkers the node registers no workflow and
 // runs no step: it knows the workflows from the stored definitions. With
-// reg, the engine's metrics are registered on it.
-func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger, reg *prometheus.Registry) (*node, error) {
+// reg, the engine's metrics are registered on it; with tr, it traces.
+func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger, reg *prometheus.Registry, tr *tracing) (*node, error) {
 	var wfs []*dag.Workflow
 	var queues []string
 	if !noWorkers {
@@ -151,7 +162,7 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	cfg := engine.Config{
 		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
-		NodeHeartbeat: w.nodeHeartbeat, NodeTimeout: w.nodeTimeout,
+		NodeHeartbeat: w.nodeHeartbeat, NodeTimeout: w.nodeTimeout, TracerProvider: tr.provider(),
 	}
 	if reg != nil {
 		cfg.Registerer = reg

@@ -39,6 +39,10 @@ type Order struct {
 	FailStep string `json:"fail_step,omitempty"`
 	// FlakyStep, when set, makes that step fail on its first two attempts.
 	FlakyStep string `json:"flaky_step,omitempty"`
+	// FailOnceStep, when set, makes that step fail permanently on its
+	// first call only: it is dead-lettered, and retrying the dead letter
+	// (once its "cause is fixed") moves the run on.
+	FailOnceStep string `json:"fail_once_step,omitempty"`
 }
 
 // Reservation is reserve's output.
@@ -139,6 +143,9 @@ func (s *Services) pause(ctx context.Context) error {
 func (s *Services) steer(sc steps.Context, o Order) error {
 	if o.FailStep == sc.Step {
 		return steps.Permanent(fmt.Errorf("%s refused order %s", sc.Step, o.OrderID))
+	}
+	if o.FailOnceStep == sc.Step && s.call(sc.IdempotencyKey) == 1 {
+		return steps.Permanent(fmt.Errorf("%s refused order %s (once)", sc.Step, o.OrderID))
 	}
 	if o.FlakyStep == sc.Step && s.call(sc.IdempotencyKey) <= 2 {
 		return fmt.Errorf("%s service unavailable (attempt %d)", sc.Step, sc.Attempt)

@@ -218,6 +218,9 @@ func TestBenchMySQL(t *testing.T) {
 		"backlog_steps", "history_seed_seconds", "peak_rss_mib", "cpu_s_per_1000_steps", "rate_cpu_s_per_1000_steps",
 		"runs_per_create_tx", "rate_runs_per_create_tx", "trigger_p99_ms", "rate_trigger_p99_ms")
 	machineBusy(t, res, "machine_cpu_busy", "rate_machine_cpu_busy")
+	if v, ok := res["reconcile_pass_ms"].(float64); !ok || v <= 0 {
+		t.Errorf("reconcile_pass_ms = %v, want a positive time", res["reconcile_pass_ms"])
+	}
 	if v, ok := res["history_settle_seconds"].(float64); !ok || v < 0 {
 		t.Errorf("history_settle_seconds = %v, want a duration", res["history_settle_seconds"])
 	}

@@ -57,6 +57,15 @@ type Config struct {
 	Tracing bool
 	// Timeout bounds the whole session.
 	Timeout time.Duration
+	// Procs, when positive, runs the steps in this many worker processes
+	// of the same binary (RunProcs) instead of the bench's own engine.
+	Procs int
+	// Queues spreads the runs of a Procs session over this many queues
+	// (one order workflow each; on a Redis Cluster, on different masters).
+	Queues int
+	// RedisCluster, when set, are the nodes of a Redis Cluster to use
+	// instead of RedisAddr (Procs sessions only).
+	RedisCluster []string
 }
 
 // Rate is the --rate flag: runs per second, or a percentage of the
@@ -132,6 +141,17 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Metrics, "metrics", false, "register the engine's Prometheus metrics (on a registry nothing scrapes), to measure their cost")
 	fs.BoolVar(&c.Tracing, "tracing", false, "trace the engine with an OpenTelemetry SDK provider whose spans are batched and discarded (the cost of tracing without an exporter's)")
 	fs.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up when a phase has not finished by then")
+	fs.IntVar(&c.Procs, "procs", 0, "run the steps in this many worker processes of this binary (each with -workers slots), the bench only triggering; reports steps/s over all of them and CPU per step of the engines and the servers apart; 0: one engine in the bench's process")
+	fs.IntVar(&c.Queues, "queues", 1, "with -procs: spread the runs over this many queues (on a Redis Cluster, over its masters)")
+	fs.Func("redis-cluster", "with -procs: comma-separated nodes of a Redis Cluster to use instead of -redis-addr", func(s string) error {
+		c.RedisCluster = nil
+		for _, a := range strings.Split(s, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.RedisCluster = append(c.RedisCluster, a)
+			}
+		}
+		return nil
+	})
 }
 
 // Validate reports every setting of c that is out of range or that
@@ -167,6 +187,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Sample < 1 {
 		errs = append(errs, fmt.Errorf("-sample %d: must be at least 1", c.Sample))
+	}
+	if c.Procs < 0 {
+		errs = append(errs, fmt.Errorf("-procs %d: must not be negative", c.Procs))
+	}
+	if c.Queues < 1 {
+		errs = append(errs, fmt.Errorf("-queues %d: must be at least 1", c.Queues))
+	}
+	if c.Procs == 0 && (c.Queues > 1 || len(c.RedisCluster) > 0) {
+		errs = append(errs, errors.New("-queues and -redis-cluster need -procs"))
+	}
+	if c.Procs > 0 && (c.Rate.on() || c.Backlog > 0 || c.History > 0 || c.CPUProfile != "" || c.LatencyLog != "" || c.Metrics || c.Tracing) {
+		errs = append(errs, errors.New("-procs measures full-load throughput only: it cannot be combined with -rate, -backlog, -history, -cpuprofile, -latency-log, -metrics or -tracing"))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("-timeout %v: must be positive", c.Timeout))

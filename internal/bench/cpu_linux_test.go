@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -26,5 +27,25 @@ func TestParseProcStatCPU(t *testing.T) {
 	}
 	if busy, total, ok := machineCPU(); !ok || total == 0 || busy > total {
 		t.Errorf("machineCPU() = %d, %d, %v", busy, total, ok)
+	}
+}
+
+func TestParseProcPidStat(t *testing.T) {
+	// A command name with spaces and a parenthesis; utime 250, stime 50.
+	line := "4242 (redis-server (x) 1) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 5 0 1000 1000 100"
+	if v, err := parseProcPidStat(line); err != nil || v != 3.0 {
+		t.Errorf("parseProcPidStat = %v, %v, want 3 s", v, err)
+	}
+	for _, bad := range []string{"", "4242 redis-server S 1", "1 (a) S 1 2 3 4 5 6 7 8 9 10 x 5"} {
+		if _, err := parseProcPidStat(bad); err == nil {
+			t.Errorf("%q parsed without error", bad)
+		}
+	}
+	// This process's own line reads, and is counted.
+	if v := procCPUs([]int{os.Getpid()}); len(v) != 1 || v[0] < 0 {
+		t.Errorf("procCPUs(self) = %v", v)
+	}
+	if v := procCPUs([]int{0}); v != nil {
+		t.Errorf("procCPUs(0) = %v, want nil", v)
 	}
 }

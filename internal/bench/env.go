@@ -34,7 +34,11 @@ type environment struct {
 	hook     *countingHook
 	admin    *redis.Client // the bench's own reads: INFO, SCAN, MEMORY USAGE
 	serverDB *sql.DB       // MySQL without a database: SHOW GLOBAL STATUS, CREATE/DROP DATABASE
-	database string        // MySQL database or SQLite file
+	// tidb is set when the MySQL server is TiDB, which fills none of
+	// the SHOW GLOBAL STATUS counters the bench reads (they are reported
+	// n/a) and has no InnoDB pages to write back.
+	tidb     bool
+	database string // MySQL database or SQLite file
 	prefix   string
 	cleanups []func()
 }
@@ -84,6 +88,7 @@ func openEnv(ctx context.Context, cfg Config) (env *environment, err error) {
 		if err := env.serverDB.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 			return nil, fmt.Errorf("mysql at %s: %w", mc.Addr, err)
 		}
+		env.tidb = strings.Contains(version, "TiDB")
 		name := "dagflow_bench_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
 		if _, err := env.serverDB.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 			return nil, fmt.Errorf("create the bench database: %w", err)
@@ -228,7 +233,7 @@ var mysqlCounters = []string{
 // snapshot is the counters at one instant.
 type snapshot struct {
 	at         time.Time
-	mysql      map[string]int64 // nil when embedded
+	mysql      map[string]int64 // nil when embedded or on TiDB
 	redisCmds  map[string]int64 // INFO commandstats calls; nil when embedded
 	roundTrips int64            // engine client, from the hook
 	commands   int64
@@ -237,23 +242,10 @@ type snapshot struct {
 func (env *environment) snapshot(ctx context.Context) (snapshot, error) {
 	s := snapshot{roundTrips: env.hook.roundTrips.Load(), commands: env.hook.commands.Load()}
 	if env.serverDB != nil {
-		s.mysql = map[string]int64{}
-		q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(mysqlCounters, "', '") + "')"
-		rows, err := env.serverDB.QueryContext(ctx, q)
-		if err != nil {
-			return s, fmt.Errorf("mysql status: %w", err)
-		}
-		for rows.Next() {
-			var name, value string
-			if err := rows.Scan(&name, &value); err != nil {
-				rows.Close()
+		if !env.tidb {
+			if err := env.mysqlStatus(ctx, &s); err != nil {
 				return s, err
 			}
-			n, _ := strconv.ParseInt(value, 10, 64)
-			s.mysql[name] = n
-		}
-		if err := rows.Close(); err != nil {
-			return s, err
 		}
 		info, err := env.admin.Info(ctx, "commandstats").Result()
 		if err != nil {
@@ -300,4 +292,24 @@ func infoField(info, field string) string {
 		}
 	}
 	return "?"
+}
+
+// mysqlStatus reads the mysqlCounters into s.mysql.
+func (env *environment) mysqlStatus(ctx context.Context, s *snapshot) error {
+	s.mysql = map[string]int64{}
+	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(mysqlCounters, "', '") + "')"
+	rows, err := env.serverDB.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("mysql status: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return err
+		}
+		n, _ := strconv.ParseInt(value, 10, 64)
+		s.mysql[name] = n
+	}
+	return rows.Close()
 }

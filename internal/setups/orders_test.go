@@ -62,27 +62,9 @@ func runOrders(t *testing.T, s setup) {
 	if err := svc.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{
-		Store: s.store, Redis: s.redis, Prefix: s.prefix, Logger: testLogger(t),
-		Concurrency: s.concurrency, ReconcileInterval: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.LoadWorkflows(workflows.FS, reg); err != nil {
-		t.Fatal(err)
-	}
+	e := startNode(t, s, reg, nil)
 	ctx := context.Background()
-	if err := e.Start(ctx); err != nil {
-		t.Fatalf("engine start: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Stop(sctx); err != nil {
-			t.Errorf("engine stop: %v", err)
-		}
-	})
+	var err error
 	ids := make([]string, orderRuns)
 	var claimed int64 // steps claimed from Redis tasks when the event ended
 	trigger := func(i int) {
@@ -146,6 +128,39 @@ func runOrders(t *testing.T, s setup) {
 			t.Errorf("%d %s effects, want %d", got, kind, want)
 		}
 	}
+}
+
+// startNode starts an engine node of s, as `dagflow worker` builds it
+// (the bundled workflows, with the handlers of reg), calls declare (if
+// set) before it starts, and stops it when the test ends.
+func startNode(t *testing.T, s setup, reg *steps.Registry, declare func(*engine.Engine) error) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{
+		Store: s.store, Redis: s.redis, Prefix: s.prefix, Logger: testLogger(t),
+		Concurrency: s.concurrency, ReconcileInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.LoadWorkflows(workflows.FS, reg); err != nil {
+		t.Fatal(err)
+	}
+	if declare != nil {
+		if err := declare(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatalf("engine start: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Stop(sctx); err != nil {
+			t.Errorf("engine stop: %v", err)
+		}
+	})
+	return e
 }
 
 // checkSteps checks that each step of the run succeeded once (points may

@@ -25,7 +25,7 @@ import (
 // heartbeat's ZSCORE, the release's LPUSH). The README's
 // production checklist shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
-	"+del +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
+	"+del +get +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
 	"+zadd +zcard +zrange +zrangebyscore +zrem +zscore"
 
 // TestRedisACL runs the orders as an ACL user limited to its key prefix
@@ -75,8 +75,10 @@ func TestRedisClusterACL(t *testing.T) {
 // clusterACLCommands are what a Cluster user needs beyond aclCommands:
 // go-redis's cluster client reads the slot map with CLUSTER SLOTS and the
 // commands' key positions with COMMAND (found the same way: each one
-// missing, the runs never finished and the ACL log named it).
-const clusterACLCommands = "+cluster|slots +command"
+// missing, the runs never finished and the ACL log named it), and the
+// wake-ups use sharded pub/sub there (SSUBSCRIBE; SPUBLISH in the
+// scripts). queue.ClusterCommands lists the same.
+const clusterACLCommands = "+cluster|slots +command +ssubscribe +spublish"
 
 // logDenied logs what the ACL log recorded: the commands, keys and
 // channels the user was refused.
@@ -105,6 +107,8 @@ func TestRedisACLCoversScripts(t *testing.T) {
 	for _, f := range strings.Fields(aclCommands) {
 		granted[strings.TrimPrefix(f, "+")] = true
 	}
+	// SPUBLISH runs only on a Cluster, where clusterACLCommands grants it.
+	granted["spublish"] = strings.Contains(clusterACLCommands, "+spublish")
 	call := regexp.MustCompile(`(?:redis\.call|callchunks)\('([A-Z]+)'`)
 	for _, f := range files {
 		src, err := os.ReadFile(f)

@@ -213,12 +213,31 @@ func mysqlErr(err error) uint16 {
 // ER_DUP_ENTRY.
 func isDuplicate(err error) bool { return mysqlErr(err) == 1062 }
 
-// ER_LOCK_DEADLOCK and ER_LOCK_WAIT_TIMEOUT: the transaction was rolled
-// back (a deadlock victim) or its statement was, and the work can be
-// redone from the start.
+// isRetryable reports the errors after which the transaction was rolled
+// back, or cannot commit, and the work can be redone from the start:
+//
+//   - 1213 ER_LOCK_DEADLOCK and 1205 ER_LOCK_WAIT_TIMEOUT: a deadlock
+//     victim, or a statement that waited too long for a row lock
+//     (MySQL, MariaDB and TiDB);
+//   - TiDB's 9007 write conflict (another transaction wrote the row
+//     first), 8028 information schema changed (a DDL ran meanwhile),
+//     8022 transaction retry failed, 9001, 9002 and 9005 (the placement
+//     driver, a TiKV store or a region unavailable or busy, which the
+//     client may retry), and 1105 when it says "pessimistic lock retry
+//     limit reached".
 func isRetryable(err error) bool {
-	n := mysqlErr(err)
-	return n == 1213 || n == 1205
+	switch mysqlErr(err) {
+	case 1213, 1205, 9007, 8028, 8022, 9001, 9002, 9005:
+		return true
+	case 1105:
+		// TiDB's "unknown error" code, which it also gives a
+		// pessimistic statement that kept meeting newer writes of the
+		// rows it locks: the transaction is rolled back, and redoing
+		// it later is what the message asks for.
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && strings.Contains(me.Message, "pessimistic lock retry limit reached")
+	}
+	return false
 }
 
 // Migrate applies the pending migrations.
@@ -250,12 +269,18 @@ const MigrationTable = "dagflow_migrations"
 // locker a second migration could find the table before its zero-version
 // row and fail with "missing zero version migration". A positive to stops
 // at that version (for the upgrade tests); 0 applies them all.
-func migrateDB(ctx context.Context, db *sql.DB, to int64) (err error) {
+func migrateDB(ctx context.Context, db *sql.DB, to int64) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("mysql: migrations: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectMySQL, db, sub,
+	return migrateFS(ctx, db, sub, to)
+}
+
+// migrateFS is migrateDB with the migrations of fsys (the upgrade tests
+// pass those of an earlier release).
+func migrateFS(ctx context.Context, db *sql.DB, fsys fs.FS, to int64) (err error) {
+	p, err := goose.NewProvider(goose.DialectMySQL, db, fsys,
 		goose.WithTableName(MigrationTable),
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
@@ -290,14 +315,28 @@ func migrateDB(ctx context.Context, db *sql.DB, to int64) (err error) {
 // lockName is the migration lock of the connection's database.
 const lockName = "CONCAT('dagflow_migrate:', DATABASE())"
 
-// migrationLock waits up to 60 s for the migration lock on conn.
+// migrationLock waits up to 60 s for the migration lock on conn. TiDB
+// keeps its locks in a table, and under contention may answer GET_LOCK
+// with a retryable error (isRetryable) instead of waiting: it is asked
+// again until the 60 s are over.
 func migrationLock(ctx context.Context, conn *sql.Conn) error {
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", 60)").Scan(&got); err != nil {
-		return fmt.Errorf("mysql: migration lock: %w", err)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		wait := max(1, int(time.Until(deadline).Seconds()))
+		var got sql.NullInt64
+		err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+lockName+", ?)", wait).Scan(&got)
+		switch {
+		case err == nil && got.Valid && got.Int64 == 1:
+			return nil
+		case err == nil:
+			return errors.New("mysql: migration lock: timed out after 60s")
+		case !isRetryable(err) || time.Now().After(deadline):
+			return fmt.Errorf("mysql: migration lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("mysql: migration lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	if !got.Valid || got.Int64 != 1 {
-		return errors.New("mysql: migration lock: timed out after 60s")
-	}
-	return nil
 }

@@ -22,7 +22,10 @@ func TestMain(m *testing.M) {
 func openStore(t testing.TB) *mysql.Store {
 	t.Helper()
 	dsn := testenv.MySQLDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Three minutes: TiDB runs the DDL of every database one statement
+	// at a time, so a fresh migration waits for those of the tests that
+	// migrate alongside (about 7 s each alone).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
 	if err != nil {

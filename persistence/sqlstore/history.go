@@ -230,7 +230,9 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	// The order a person reads a run's history in: by step in plan order,
 	// a step's forward attempts by number, then its compensation attempts
 	// by number. Attempts that share all three (none the engine makes)
-	// keep the order above.
+	// go by start. Row ids order nothing: TiDB hands AUTO_INCREMENT ids
+	// out in ranges cached per server, so a later row may get a smaller
+	// one.
 	step := func(name string) int {
 		if n, ok := seq[name]; ok {
 			return n
@@ -239,7 +241,7 @@ func (s *Store) AttemptList(ctx context.Context, runID string) ([]persistence.At
 	}
 	slices.SortStableFunc(out, func(a, b persistence.Attempt) int {
 		return cmp.Or(cmp.Compare(step(a.Step), step(b.Step)), strings.Compare(a.Step, b.Step),
-			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), cmp.Compare(a.Attempt, b.Attempt))
+			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), cmp.Compare(a.Attempt, b.Attempt), a.StartedAt.Compare(b.StartedAt))
 	})
 	return out, nil
 }

@@ -408,6 +408,10 @@ func decodeRunCursor(c string) (time.Time, string, error) {
 	return at, parts[1], nil
 }
 
+// leastTime is the least DATETIME of MySQL, before any time the store
+// writes.
+var leastTime = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // stepListDeadQuery builds StepListDead's query: newest first by
 // (finished_at, run_id, step). dead_at and dead_workflow (migration 00003)
 // are finished_at and the workflow of dead steps only, NULL for the
@@ -417,8 +421,14 @@ func decodeRunCursor(c string) (time.Time, string, error) {
 func (s *Store) stepListDeadQuery(p persistence.StepListDeadParams) (string, []any, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
 	const at = "dead_at"
-	where := []string{"dead_at IS NOT NULL"}
-	var args []any
+	// dead_at >= the least DATETIME rather than IS NOT NULL: the same
+	// rows, but a range that TiDB's planner also starts past the NULL
+	// entries of the live steps (it reads IS NOT NULL as a full scan of
+	// the index, which with fewer dead steps than the limit reads them
+	// all). Not Go's zero time: the MySQL driver sends it as the zero
+	// date, which TiDB compares with nothing.
+	where := []string{"dead_at >= ?"}
+	args := []any{s.t(leastTime)}
 	if p.Workflow != "" {
 		if err := validName("workflow name", p.Workflow); err != nil {
 			return "", nil, 0, err

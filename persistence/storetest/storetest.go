@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"APIKeys", s.testAPIKeys},
 		{"RunDefinition", s.testRunDefinition},
 		{"RunListByKey", s.testRunListByKey},
+		{"ChangeFeed", s.testChangeFeed},
 		{"StepTakeoverAndStaleFence", s.testTakeover},
 		{"StepHeartbeat", s.testHeartbeat},
 		{"StepCompleteReleasesDependents", s.testCompleteReleases},

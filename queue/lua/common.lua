@@ -50,20 +50,36 @@ local function callchunks(cmd, key, items)
   end
 end
 
+-- wake publishes msg on channel if a consumer said it is waiting (the
+-- flag key exists), and consumes the flag. The flag's value says how the
+-- waiting consumer listens: "s" on the shard channel (SSUBSCRIBE, on a
+-- Redis Cluster: SPUBLISH reaches only the slot's shard), anything else
+-- on the classic channel (PUBLISH).
+local function wake(flag, channel, msg)
+  local how = redis.call('GET', flag)
+  if not how then
+    return
+  end
+  redis.call('DEL', flag)
+  if how == 's' then
+    redis.call('SPUBLISH', channel, msg)
+  else
+    redis.call('PUBLISH', channel, msg)
+  end
+end
+
 -- notify publishes n (tasks that became ready) on channel if a consumer
--- said it is waiting (the flag key exists); it consumes the flag.
+-- said it is waiting; it consumes the flag.
 local function notify(flag, channel, n)
-  if n > 0 and redis.call('DEL', flag) == 1 then
-    redis.call('PUBLISH', channel, n)
+  if n > 0 then
+    wake(flag, channel, n)
   end
 end
 
 -- wakeall publishes "0" (wake every waiter, to look at its timers again)
 -- on channel if a consumer said it is waiting; it consumes the flag.
 local function wakeall(flag, channel)
-  if redis.call('DEL', flag) == 1 then
-    redis.call('PUBLISH', channel, 0)
-  end
+  wake(flag, channel, 0)
 end
 
 -- sooner reports whether a task due at due (ms) falls due before every

@@ -10,6 +10,8 @@
 -- ARGV[4] max tasks to lease
 -- ARGV[5] max delayed and max expired tasks to promote
 -- ARGV[6] 1 if other consumers of the caller's process wait on this queue
+-- ARGV[7] the waiting flag's value: how the caller listens ("s": on the
+--         shard channel, see wake in common.lua; "1": classic)
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
 -- When it leases nothing (or leaves the queue empty while others wait) it
@@ -32,7 +34,7 @@ if ids then
 end
 local left = redis.call('LLEN', KEYS[1])
 if left == 0 and (not ids or ARGV[6] == '1') then
-  redis.call('SET', KEYS[5], 1)
+  redis.call('SET', KEYS[5], ARGV[7])
 elseif left > 0 then
   notify(KEYS[5], ARGV[1], left)
 end

@@ -1,0 +1,255 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// maxBulk bounds how many runs or dead letters one bulk action takes.
+const maxBulk = 10000
+
+// actionError turns an engine's refusal into a page error that says why.
+func actionError(what string, err error) error {
+	switch {
+	case errors.Is(err, persistence.ErrRunNotFound), errors.Is(err, persistence.ErrStepNotFound), errors.Is(err, persistence.ErrScheduleNotFound):
+		return &httpError{status: http.StatusNotFound, msg: what, err: err}
+	case errors.Is(err, persistence.ErrRunFinished), errors.Is(err, persistence.ErrInvalidTransition),
+		errors.Is(err, engine.ErrRetryRefused):
+		return &httpError{status: http.StatusConflict, msg: what, err: err}
+	}
+	return err
+}
+
+func (d *Dashboard) cancelRun(w http.ResponseWriter, r *http.Request, _ *session) error {
+	id := r.PathValue("id")
+	if err := d.e.Cancel(r.Context(), id); err != nil {
+		return actionError("The run cannot be cancelled", err)
+	}
+	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Run cancelled.")
+}
+
+func (d *Dashboard) retryRun(w http.ResponseWriter, r *http.Request, _ *session) error {
+	id := r.PathValue("id")
+	steps, err := d.e.RetryRun(r.Context(), id)
+	if err != nil {
+		return actionError("The run cannot be retried", err)
+	}
+	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Retrying "+strings.Join(steps, ", ")+".")
+}
+
+func (d *Dashboard) retryStep(w http.ResponseWriter, r *http.Request, _ *session) error {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	if err := d.e.RetryDead(r.Context(), id, step); err != nil {
+		return actionError("The step cannot be retried", err)
+	}
+	return d.redirect(w, r, "/runs/"+urlPathEscape(id)+"?step="+urlQueryEscape(step)+"#step", "Retrying "+step+".")
+}
+
+// trigger starts a run from the workflow page's form: JSON input and an
+// optional idempotency key.
+func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, _ *session) error {
+	name := r.PathValue("name")
+	input := strings.TrimSpace(r.PostFormValue("input"))
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	back := func(msg string) error {
+		v := url.Values{"input": {input}, "error": {msg}}
+		return d.redirect(w, r, "/workflows/"+urlPathEscape(name)+"?"+v.Encode()+"#trigger", "")
+	}
+	if input == "" {
+		input = "{}"
+	}
+	if !json.Valid([]byte(input)) {
+		return back("The input is not valid JSON.")
+	}
+	var opts []engine.TriggerOption
+	if key != "" {
+		opts = append(opts, engine.IdempotencyKey(key))
+	}
+	id, err := d.e.Trigger(r.Context(), name, json.RawMessage(input), opts...)
+	if err != nil {
+		var ve *persistence.ValidationError
+		switch {
+		case errors.Is(err, engine.ErrUnknownWorkflow):
+			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + name, err: err}
+		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve):
+			return back(err.Error())
+		}
+		return err
+	}
+	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Run started.")
+}
+
+// scheduleAction pauses, resumes or triggers a schedule.
+func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, _ *session) error {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	ctx := r.Context()
+	var err error
+	msg := ""
+	switch action {
+	case "pause":
+		err, msg = d.e.PauseSchedule(ctx, name), "Schedule "+name+" paused."
+	case "resume":
+		err, msg = d.e.ResumeSchedule(ctx, name), "Schedule "+name+" resumed."
+	case "trigger":
+		var id string
+		id, err = d.e.TriggerSchedule(ctx, name)
+		msg = "Schedule " + name + " triggered: run " + id + "."
+	default:
+		return &httpError{status: http.StatusNotFound, msg: "There is no schedule action " + truncate(action)}
+	}
+	if err != nil {
+		return actionError("Schedule "+name+": "+action, err)
+	}
+	return d.redirect(w, r, "/schedules", msg)
+}
+
+// bulkRuns cancels or retries runs, chosen by selection (id fields) or
+// by the runs page's filter (scope=filter). Without confirm=yes it shows
+// how many runs it would act on and asks; with it, it acts.
+func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session) error {
+	ctx := r.Context()
+	if err := r.ParseForm(); err != nil {
+		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
+	}
+	action := r.PostForm.Get("action")
+	if action != "cancel" && action != "retry" {
+		return &httpError{status: http.StatusBadRequest, msg: "Bulk action " + truncate(action) + " is not cancel or retry."}
+	}
+	f := filterOf(r.PostForm)
+	f.Cursor = ""
+	byFilter := r.Form.Get("scope") == "filter"
+	var ids []string
+	capped := false
+	if byFilter {
+		ef, err := f.engineFilter(1000)
+		if err != nil {
+			return err
+		}
+		for {
+			page, err := d.e.Runs(ctx, ef)
+			if err != nil {
+				return badFilter(err)
+			}
+			for _, run := range page.Runs {
+				if eligible(action, run.Status) {
+					ids = append(ids, run.ID)
+				}
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			if len(ids) >= maxBulk {
+				capped = true
+				break
+			}
+			ef.Cursor = page.NextCursor
+		}
+	} else {
+		ids = r.PostForm["id"]
+	}
+	if len(ids) > maxBulk {
+		ids, capped = ids[:maxBulk], true
+	}
+	if r.PostForm.Get("confirm") != "yes" {
+		d.render(w, r, s, http.StatusOK, "confirm", "Confirm", map[string]any{
+			"Action": action, "Count": len(ids), "Capped": capped, "IDs": ids, "ByFilter": byFilter, "Filter": f,
+			"Target": "/runs/bulk", "Back": "/runs?" + f.query(), "What": "runs",
+		})
+		return nil
+	}
+	done, refused := 0, []string{}
+	for _, id := range ids {
+		var err error
+		if action == "cancel" {
+			err = d.e.Cancel(ctx, id)
+		} else {
+			_, err = d.e.RetryRun(ctx, id)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			refused = append(refused, fmt.Sprintf("%s (%v)", shorten(id, 13), firstLine(err.Error())))
+			continue
+		}
+		done++
+	}
+	msg := fmt.Sprintf("%s: %d of %d runs.", map[string]string{"cancel": "Cancelled", "retry": "Retried"}[action], done, len(ids))
+	if len(refused) > 0 {
+		msg += fmt.Sprintf(" Refused %d: %s", len(refused), shorten(strings.Join(refused, "; "), 400))
+	}
+	return d.redirect(w, r, "/runs?"+f.query(), msg)
+}
+
+func eligible(action string, st persistence.RunStatus) bool {
+	if action == "cancel" {
+		return !st.Terminal()
+	}
+	return st == persistence.RunFailed
+}
+
+// bulkDeadLetters retries or discards dead letters named "run/step",
+// one or many (item fields), after a confirmation showing the count.
+func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *session) error {
+	ctx := r.Context()
+	if err := r.ParseForm(); err != nil {
+		return &httpError{status: http.StatusBadRequest, msg: "The form cannot be read", err: err}
+	}
+	action := r.PostForm.Get("action")
+	items := r.PostForm["item"]
+	if only := r.URL.Query().Get("only"); only != "" {
+		// One row's own button.
+		action, items = r.URL.Query().Get("action"), []string{only}
+	}
+	if action != "retry" && action != "discard" {
+		return &httpError{status: http.StatusBadRequest, msg: "Dead-letter action " + truncate(action) + " is not retry or discard."}
+	}
+	if len(items) > maxBulk {
+		items = items[:maxBulk]
+	}
+	if len(items) > 1 && r.PostForm.Get("confirm") != "yes" {
+		d.render(w, r, s, http.StatusOK, "confirm", "Confirm", map[string]any{
+			"Action": action, "Count": len(items), "IDs": items, "Target": "/dead-letters/bulk", "Back": "/dead-letters",
+			"What": "dead letters", "Items": true,
+		})
+		return nil
+	}
+	done, refused := 0, []string{}
+	for _, it := range items {
+		run, step, ok := strings.Cut(it, "/")
+		if !ok {
+			refused = append(refused, truncate(it)+" (not run/step)")
+			continue
+		}
+		var err error
+		if action == "retry" {
+			err = d.e.RetryDead(ctx, run, step)
+		} else {
+			err = d.e.DiscardDead(ctx, run, step)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			refused = append(refused, fmt.Sprintf("%s/%s (%v)", shorten(run, 13), step, firstLine(err.Error())))
+			continue
+		}
+		done++
+	}
+	msg := fmt.Sprintf("%s: %d of %d dead letters.", map[string]string{"retry": "Retried", "discard": "Discarded"}[action], done, len(items))
+	if len(refused) > 0 {
+		msg += fmt.Sprintf(" Refused %d: %s", len(refused), shorten(strings.Join(refused, "; "), 400))
+	}
+	back := r.PostForm.Get("back")
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+		back = "/dead-letters"
+	}
+	return d.redirect(w, r, back, msg)
+}

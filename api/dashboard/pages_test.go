@@ -1,0 +1,137 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// TestBulkActionsShowTheCountFirst: bulk retry by filter and bulk
+// cancel and discard by selection show how many they would act on, act
+// only on confirmation, and report what they did.
+func TestBulkActionsShowTheCountFirst(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	var failed []string
+	for range 3 {
+		id := e.Trigger(t, "shop", map[string]string{"fail": "a"})
+		e.waitRun(t, id)
+		failed = append(failed, id)
+	}
+	ok := e.Trigger(t, "shop", map[string]string{})
+	e.waitRun(t, ok)
+	b := e.browser(t)
+	tok := csrf(t, b.get("/runs"))
+
+	form := url.Values{"csrf": {tok}, "action": {"retry"}, "status": {"failed"}}
+	a := b.do("POST", "/runs/bulk?scope=filter", form, nil)
+	if a.status != http.StatusOK || !strings.Contains(a.body, "Retry 3 runs?") {
+		t.Fatalf("bulk retry by filter: %d, want a page asking to retry 3 runs:\n%s", a.status, a.body)
+	}
+	for _, id := range failed {
+		if ri, _ := e.Engine.Get(ctx, id); ri.Run.Status != persistence.RunFailed {
+			t.Fatalf("run %s is %s before the confirmation", id, ri.Run.Status)
+		}
+	}
+	form.Set("confirm", "yes")
+	a = b.do("POST", "/runs/bulk?scope=filter", form, nil)
+	if a.status != http.StatusSeeOther || !strings.Contains(a.header.Get("Location"), url.QueryEscape("Retried: 3 of 3 runs.")) {
+		t.Fatalf("confirmed: %d to %q", a.status, a.header.Get("Location"))
+	}
+	for _, id := range failed {
+		e.waitRun(t, id) // fails again: the input still says so
+	}
+
+	// Dead letters: discard two by selection.
+	items := []string{failed[0] + "/a", failed[1] + "/a"}
+	a = b.do("POST", "/dead-letters/bulk", url.Values{"csrf": {tok}, "action": {"discard"}, "item": items}, nil)
+	if a.status != http.StatusOK || !strings.Contains(a.body, "Discard 2 dead letters?") {
+		t.Fatalf("bulk discard: %d\n%s", a.status, a.body)
+	}
+	a = b.do("POST", "/dead-letters/bulk", url.Values{"csrf": {tok}, "action": {"discard"}, "item": items, "confirm": {"yes"}}, nil)
+	if a.status != http.StatusSeeOther {
+		t.Fatalf("bulk discard confirmed: %d\n%s", a.status, a.body)
+	}
+	page, err := e.Engine.DeadLetters(ctx, persistence.StepListDeadParams{})
+	if err != nil || len(page.Steps) != 1 || page.Steps[0].RunID != failed[2] {
+		t.Errorf("dead letters after discarding two: %+v, %v; want only run %s's", page.Steps, err, failed[2])
+	}
+
+	// Cancel by selection: a finished run is refused, and said so.
+	a = b.do("POST", "/runs/bulk", url.Values{"csrf": {tok}, "action": {"cancel"}, "id": {ok}, "confirm": {"yes"}}, nil)
+	if loc, _ := url.QueryUnescape(a.header.Get("Location")); a.status != http.StatusSeeOther || !strings.Contains(loc, "Cancelled: 0 of 1 runs. Refused 1") {
+		t.Errorf("cancel a finished run: %d to %q", a.status, loc)
+	}
+}
+
+// TestRunsSearchAndTrigger: the runs page finds a run by its id and by
+// its idempotency key; the trigger form starts a run with a key and
+// refuses input that is not JSON, keeping what was typed.
+func TestRunsSearchAndTrigger(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	b := e.browser(t)
+	tok := csrf(t, b.get("/workflows/shop"))
+	a := b.do("POST", "/workflows/shop/trigger", url.Values{"csrf": {tok}, "input": {`{"secret": "s1"}`}, "key": {"order-77"}}, nil)
+	if a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/runs/") {
+		t.Fatalf("trigger: %d to %q", a.status, a.header.Get("Location"))
+	}
+	id := strings.TrimPrefix(strings.SplitN(a.header.Get("Location"), "?", 2)[0], "/runs/")
+	e.waitRun(t, id)
+	for _, q := range []string{id, "order-77"} {
+		a := b.get("/runs?q=" + url.QueryEscape(q))
+		if a.status != http.StatusOK || strings.Count(a.body, `<tr data-run="`+id+`"`) != 1 || strings.Count(a.body, "<tr data-run=") != 1 {
+			t.Errorf("search %q: %d, want exactly run %s", q, a.status, id)
+		}
+	}
+	if a := b.get("/runs?q=nothing-like-it"); !strings.Contains(a.body, "No run matches.") {
+		t.Error("a search that matches nothing lists runs")
+	}
+	if a := b.get("/runs?after=yesterday"); a.status != http.StatusBadRequest {
+		t.Errorf("a malformed time filter: %d, want 400", a.status)
+	}
+	a = b.do("POST", "/workflows/shop/trigger", url.Values{"csrf": {tok}, "input": {`{"secret": `}}, nil)
+	loc := a.header.Get("Location")
+	if a.status != http.StatusSeeOther || !strings.Contains(loc, "error=") {
+		t.Fatalf("trigger with bad JSON: %d to %q", a.status, loc)
+	}
+	page := b.get(loc)
+	if !strings.Contains(page.body, "The input is not valid JSON.") || !strings.Contains(page.body, `{&#34;secret&#34;:</textarea>`) {
+		t.Errorf("the form does not say why or lost the input:\n%s", page.body)
+	}
+}
+
+// TestWhyWaitingNoNode: a step that no live node can run says so on its
+// run's page, naming the handler and the queue.
+func TestWhyWaitingNoNode(t *testing.T) {
+	// An engine that runs nothing: the step waits for a node.
+	w := shopWorkflow(t)
+	e := enginetest.New(t, enginetest.Options{Workflows: []*dag.Workflow{w}, Clock: engine.SystemClock,
+		Configure: func(c *engine.Config) { c.NoWorkers = true; c.NodeHeartbeat = 200 * time.Millisecond }})
+	env := &env{Env: e}
+	env.direct(t)
+	id := e.Trigger(t, "shop", map[string]string{})
+	b := env.browser(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := b.get("/runs/" + id + "?step=a")
+		if strings.Contains(a.body, "No live node has handler <code>shop/a</code>") && strings.Contains(a.body, "works queue <code>default</code>") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run page does not say that no node can run step a:\n%s", a.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	a := b.get("/runs/" + id + "?step=b")
+	if !strings.Contains(a.body, "Why is this step waiting?") || !strings.Contains(a.body, `Pending dependencies: <a href="?step=a#step"><code>a</code></a>`) {
+		t.Errorf("step b does not say it waits for a:\n%s", a.body)
+	}
+}

@@ -1,0 +1,253 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// stepRow is a step in the run page's list.
+type stepRow struct {
+	persistence.StepRun
+	Duration time.Duration
+}
+
+// stepDetail is the step panel.
+type stepDetail struct {
+	Step           persistence.StepRun
+	Attempts       []persistence.Attempt
+	Output         string
+	IdempotencyKey string
+	Worker         string
+	Needs, After   []string
+	Wait           *engine.StepWait
+	WaitErr        string
+	CanRetry       bool
+}
+
+// ganttView is the waterfall of a run's attempts.
+type ganttView struct {
+	Width, Height float64
+	Rows          []ganttRow
+	Span          time.Duration
+	More          int
+}
+
+type ganttRow struct {
+	Label   string
+	Step    string
+	Outcome string
+	Kind    string
+	Y, X, W float64
+	Title   string
+}
+
+const (
+	ganttWidth = 520.0
+	ganttLabel = 130.0
+	ganttRow_  = 18.0
+	ganttMax   = 300
+)
+
+// runPage is a run: its DAG, the waterfall of its attempts and the step
+// panel of ?step= (by default the step that needs attention).
+func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	ri, err := d.e.Get(ctx, id)
+	if errors.Is(err, persistence.ErrRunNotFound) {
+		return &httpError{status: http.StatusNotFound, msg: "There is no run " + truncate(id) + "."}
+	}
+	if err != nil {
+		return err
+	}
+	run := ri.Run
+	plan := d.planOfRun(ctx, run, ri.Steps)
+	now := d.cfg.Now()
+	states := map[string]nodeState{}
+	rows := make([]stepRow, len(ri.Steps))
+	for i, st := range ri.Steps {
+		var dur time.Duration
+		if st.StartedAt != nil {
+			end := now
+			if st.FinishedAt != nil {
+				end = *st.FinishedAt
+			}
+			dur = end.Sub(*st.StartedAt)
+		}
+		rows[i] = stepRow{StepRun: st, Duration: dur}
+		states[st.Step] = nodeState{Status: string(st.Status), Attempts: st.Attempt + st.CompAttempt, Duration: dur}
+	}
+	sel := r.URL.Query().Get("step")
+	if _, ok := states[sel]; !ok {
+		sel = pickStep(ri.Steps)
+	}
+	undo := run.Status == persistence.RunCompensating || run.Status == persistence.RunCompensated
+	base := d.path("/runs/" + urlPathEscape(run.ID))
+	g, err := buildGraph(plan, states, func(step string) string { return base + "?step=" + urlQueryEscape(step) + "#step" }, sel, undo)
+	if err != nil {
+		return err
+	}
+	detail := d.stepPanel(ctx, ri, plan, sel, s)
+	input := d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "input"}, run.Input)
+	var output json.RawMessage
+	if run.Status == persistence.RunSucceeded {
+		output = d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "output"}, ri.Output())
+	}
+	data := map[string]any{
+		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
+		"Input": prettyJSON(input), "Output": prettyJSON(output), "LiveRun": run.ID,
+		"CanCancel": !run.Status.Terminal(), "CanRetry": run.Status == persistence.RunFailed && hasDead(ri.Steps),
+		"Terminal": run.Status.Terminal(),
+	}
+	d.render(w, r, s, http.StatusOK, "run", "Run "+shorten(run.ID, 13), data)
+	return nil
+}
+
+func hasDead(sts []persistence.StepRun) bool {
+	for _, s := range sts {
+		if s.Status == persistence.StepDead {
+			return true
+		}
+	}
+	return false
+}
+
+// pickStep chooses the step the panel shows first: a dead one, else one
+// running or retrying, else one that waits, else the first.
+func pickStep(sts []persistence.StepRun) string {
+	if len(sts) == 0 {
+		return ""
+	}
+	for _, want := range [][]persistence.StepStatus{
+		{persistence.StepDead, persistence.StepCompensationFailed},
+		{persistence.StepRunning, persistence.StepRetrying, persistence.StepCompensating},
+		{persistence.StepQueued, persistence.StepWaiting},
+	} {
+		for _, s := range sts {
+			for _, st := range want {
+				if s.Status == st {
+					return s.Step
+				}
+			}
+		}
+	}
+	return sts[0].Step
+}
+
+// planOfRun returns the plan a run follows: its stored definition
+// version, else the workflow registered here, else its steps'
+// dependencies (all drawn as After).
+func (d *Dashboard) planOfRun(ctx context.Context, run persistence.Run, sts []persistence.StepRun) []planStep {
+	if run.Definition != "" {
+		if def, err := d.e.Store().DefinitionGet(ctx, run.Workflow, run.Definition); err == nil {
+			var dd dag.Definition
+			if json.Unmarshal(def.Spec, &dd) == nil && len(dd.Steps) == len(sts) {
+				return planOf(dd)
+			}
+		}
+	}
+	if w := d.e.Workflow(run.Workflow); w != nil && len(w.Steps()) == len(sts) {
+		return planOf(w.Definition())
+	}
+	return planFromSteps(sts)
+}
+
+func (d *Dashboard) stepPanel(ctx context.Context, ri engine.RunInfo, plan []planStep, name string, s *session) *stepDetail {
+	st, ok := ri.Step(name)
+	if !ok {
+		return nil
+	}
+	det := &stepDetail{Step: st, IdempotencyKey: ri.Run.ID + "/" + st.Step}
+	for _, a := range ri.Attempts {
+		if a.Step == name {
+			det.Attempts = append(det.Attempts, a)
+			if a.Worker != "" {
+				det.Worker = a.Worker
+			}
+		}
+	}
+	for _, p := range plan {
+		if p.Name == name {
+			for _, dep := range p.Deps {
+				if p.Needs[dep] {
+					det.Needs = append(det.Needs, dep)
+				} else {
+					det.After = append(det.After, dep)
+				}
+			}
+		}
+	}
+	if st.Output != nil {
+		det.Output = prettyJSON(d.cfg.Redact(Payload{Workflow: ri.Run.Workflow, RunID: ri.Run.ID, Step: st.Step, Kind: "output"}, st.Output))
+	}
+	switch st.Status {
+	case persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying, persistence.StepRunning, persistence.StepCompensating:
+		wt, err := d.e.WhyWaiting(ctx, ri.Run.ID, st.Step)
+		if err != nil {
+			det.WaitErr = err.Error()
+		} else {
+			det.Wait = &wt
+		}
+	}
+	det.CanRetry = st.Status == persistence.StepDead && ri.Run.Status == persistence.RunFailed && s.scope.Allows(ScopeOperate)
+	return det
+}
+
+// gantt draws every attempt on one time axis, from the run's first
+// attempt to its last end (or now).
+func gantt(ri engine.RunInfo, now time.Time) ganttView {
+	atts := ri.Attempts
+	if len(atts) == 0 {
+		return ganttView{}
+	}
+	start, end := atts[0].StartedAt, atts[0].StartedAt
+	for _, a := range atts {
+		if a.StartedAt.Before(start) {
+			start = a.StartedAt
+		}
+		e := now
+		if a.FinishedAt != nil {
+			e = *a.FinishedAt
+		}
+		if e.After(end) {
+			end = e
+		}
+	}
+	sorted := append([]persistence.Attempt(nil), atts...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].StartedAt.Before(sorted[j].StartedAt) })
+	v := ganttView{Width: ganttWidth, Span: end.Sub(start)}
+	if len(sorted) > ganttMax {
+		v.More = len(sorted) - ganttMax
+		sorted = sorted[:ganttMax]
+	}
+	span := float64(max(end.Sub(start), time.Millisecond))
+	scale := (ganttWidth - ganttLabel - 8) / span
+	for i, a := range sorted {
+		e := now
+		if a.FinishedAt != nil {
+			e = *a.FinishedAt
+		}
+		x := ganttLabel + float64(a.StartedAt.Sub(start))*scale
+		wd := max(float64(e.Sub(a.StartedAt))*scale, 2)
+		label := a.Step + " #" + itoa(a.Attempt)
+		if a.Kind == persistence.AttemptCompensation {
+			label = a.Step + " undo #" + itoa(a.Attempt)
+		}
+		title := label + ": " + string(a.Outcome) + " in " + fmtDuration(e.Sub(a.StartedAt))
+		if a.Worker != "" {
+			title += " on " + a.Worker
+		}
+		v.Rows = append(v.Rows, ganttRow{Label: shorten(label, 22), Step: a.Step, Outcome: string(a.Outcome), Kind: string(a.Kind),
+			Y: float64(i) * ganttRow_, X: x, W: wd, Title: title})
+	}
+	v.Height = float64(len(v.Rows))*ganttRow_ + 4
+	return v
+}
