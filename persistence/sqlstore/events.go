@@ -14,7 +14,7 @@ import (
 // Events: a published event's row, the runs it started (event_runs), the
 // listings, and the outbox of events recorded in callers' transactions
 // (dispatched_at NULL until an engine hands their runs to the queues).
-// Indexes: MySQL migration 00012, SQLite 00011.
+// Indexes: MySQL migration 00010, SQLite 00009.
 
 // MaxEventIDLen is the longest event id, in bytes.
 const MaxEventIDLen = 128
