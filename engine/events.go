@@ -128,7 +128,9 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any, opts ...
 // after this process crashed; a rolled-back event leaves nothing.
 //
 // A concurrent publication of the same id in another transaction waits
-// for this one to commit or roll back.
+// for this one to commit (then it returns this one's runs, Created
+// false) or roll back (then exactly one waiter creates the event); no
+// waiter's transaction is rolled back by a deadlock.
 func (e *Engine) PublishTx(ctx context.Context, tx persistence.DBTX, name string, payload any, opts ...PublishOption) (Published, error) {
 	if e.stopped() {
 		return Published{}, ErrStopped

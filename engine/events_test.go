@@ -361,3 +361,82 @@ func TestPublishTxCrashBeforeDispatch(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishTxWaitersAfterRollback: a transaction holds an event id
+// (PublishTx, uncommitted), three others publish the same id in their own
+// transactions and wait on it; the holder rolls back. All three must
+// succeed (no deadlock, which would roll back the application's whole
+// transaction) and exactly one of them creates the event, whose runs the
+// other two get.
+func TestPublishTxWaitersAfterRollback(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var calls sync.Map
+		o := b.opts(t)
+		o.Workflows = eventWorkflows(t, &calls)
+		o.Clock = engine.SystemClock
+		o.Configure = func(cfg *engine.Config) { cfg.ReconcileInterval, cfg.OutboxInterval = -1, -1 }
+		env := enginetest.New(t, o)
+		ctx := context.Background()
+		db, err := env.Engine.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Engine.PublishTx(ctx, holder, "order.placed", map[string]int{"total": 150}, engine.EventID("X")); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]engine.Published, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				got[i], err = env.Engine.PublishTx(ctx, tx, "order.placed", map[string]int{"total": 150}, engine.EventID("X"))
+				if err != nil {
+					errs[i] = fmt.Errorf("PublishTx: %w", err)
+					_ = tx.Rollback()
+					return
+				}
+				errs[i] = tx.Commit()
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // the waiters block on the holder's key
+		if err := holder.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		created := 0
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("waiter %d: %v", i, err)
+			}
+			if got[i].Created {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d waiters created the event, want exactly 1: %+v", created, got)
+		}
+		for i := range got {
+			if diff := cmp.Diff(got[0].RunIDs(), got[i].RunIDs()); diff != "" || len(got[i].Runs) == 0 {
+				t.Errorf("waiter %d's runs differ from waiter 0's (-0 +%d):\n%s", i, i, diff)
+			}
+		}
+		ev, err := env.Engine.Event(ctx, "X")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.Runs) != len(got[0].Runs) {
+			t.Errorf("stored event has %d runs, want %d", len(ev.Runs), len(got[0].Runs))
+		}
+	})
+}

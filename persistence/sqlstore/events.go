@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 
 	"fmt"
 	"strings"
@@ -127,10 +130,16 @@ func (s *Store) EventCreateTx(ctx context.Context, tx persistence.DBTX, p persis
 	return res, wrap("event create", err)
 }
 
-// eventCreate inserts the event first: of concurrent creates of one id,
-// the others wait on its key until the first commits, then find it with a
-// shared locking (current) read and create nothing; if the first rolls
-// back, the next one's insert succeeds.
+// eventCreate inserts the event first, with a duplicate id a no-op that
+// tells it existed (Dialect.InsertOnce). The insert takes the id's key
+// exclusively, so of concurrent creates of one id the others wait until
+// the first commits, then find it with a locking (current) read and create
+// nothing; if the first rolls back, one waiter's insert creates it and the
+// rest wait on that one in turn. On MySQL a named lock per id lets one
+// create at a time wait on the key (Dialect.NamedLockSQL). Exclusive locks throughout: waiters that
+// held shared locks after a duplicate-key error would deadlock each other
+// when the holder rolled back, and the deadlock victim's whole
+// transaction (the application's, for EventCreateTx) would be rolled back.
 func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventCreateParams, plans []runPlan, dispatched bool) (persistence.EventCreateResult, error) {
 	now := norm(p.Now)
 	ev := persistence.Event{ID: p.ID, Name: p.Name, Payload: nonEmpty(p.Payload), PublishedAt: now}
@@ -139,12 +148,23 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 		ev.DispatchedAt = &now
 		disp = s.t(now)
 	}
-	_, err := s.exec(ctx, q, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?)`,
-		ev.ID, ev.Name, nullBytes(ev.Payload), s.t(now), disp)
-	if err != nil {
-		if !s.d.IsDuplicate(err) {
+	if s.d.NamedLockSQL != "" {
+		unlock, err := s.namedLock(ctx, q, "dagflow-event:"+p.ID)
+		if err != nil {
 			return persistence.EventCreateResult{}, err
 		}
+		defer unlock()
+	}
+	r, err := q.ExecContext(ctx, s.d.rebind(`INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?)`+s.d.InsertOnce("id")),
+		ev.ID, ev.Name, nullBytes(ev.Payload), s.t(now), disp)
+	if err != nil {
+		return persistence.EventCreateResult{}, err
+	}
+	existed, err := s.d.Existed(r)
+	if err != nil {
+		return persistence.EventCreateResult{}, err
+	}
+	if existed {
 		stored, err := s.eventGet(ctx, q, p.ID, true)
 		return persistence.EventCreateResult{Event: stored}, err
 	}
@@ -194,7 +214,7 @@ func (s *Store) EventGet(ctx context.Context, id string) (persistence.Event, err
 func (s *Store) eventGet(ctx context.Context, q querier, id string, lock bool) (persistence.Event, error) {
 	query := eventGetSQL
 	if lock {
-		query += s.d.ForShare
+		query += s.d.ForUpdate
 	}
 	var rows []eventRow
 	if err := s.selectAll(ctx, q, &rows, query, id); err != nil {
@@ -206,7 +226,7 @@ func (s *Store) eventGet(ctx context.Context, q querier, id string, lock bool) (
 	ev := rows[0].record()
 	runsSQL := eventRunsSQL
 	if lock {
-		runsSQL += s.d.ForShare
+		runsSQL += s.d.ForUpdate
 	}
 	var runs []eventRunRow
 	if err := s.selectAll(ctx, q, &runs, runsSQL, id); err != nil {
@@ -391,4 +411,22 @@ func (s *Store) EventQueries(now time.Time) []Query {
 		Query{Name: "EventRuns", SQL: eventRunsSQL, Args: []any{"ev00001"}},
 		Query{Name: "EventRuns/page", SQL: `SELECT event_id, workflow, run_id FROM event_runs WHERE event_id IN (?, ?) ORDER BY event_id, workflow`, Args: []any{"ev00001", "ev00002"}},
 	)
+}
+
+// namedLock takes the session lock of name (hashed to fit MySQL's 64
+// characters) on q's connection, and returns its release.
+func (s *Store) namedLock(ctx context.Context, q querier, name string) (func(), error) {
+	sum := sha256.Sum256([]byte(name))
+	key := "dagflow:" + hex.EncodeToString(sum[:24])
+	var got sql.NullInt64
+	if err := q.QueryRowContext(ctx, s.d.rebind(s.d.NamedLockSQL), key).Scan(&got); err != nil {
+		return nil, fmt.Errorf("taking lock %s for %q: %w", key, name, err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return nil, fmt.Errorf("taking lock %s for %q: timed out", key, name)
+	}
+	return func() {
+		var ignored sql.NullInt64
+		_ = q.QueryRowContext(context.WithoutCancel(ctx), s.d.rebind(s.d.NamedUnlockSQL), key).Scan(&ignored)
+	}, nil
 }
