@@ -422,45 +422,58 @@ func (e *Engine) outboxLoop() {
 	}
 }
 
-// outboxBatch is how many pending events one dispatch pass reads.
-const outboxBatch = 100
+// outboxBatch is how many pending events one dispatch pass handles, so a
+// backlog does not hold up the reconcile pass that runs it; outboxRead is
+// how many it reads to find them among other applications' events.
+const (
+	outboxBatch = 100
+	outboxRead  = 1000
+)
 
 // dispatchOutbox enqueues the runs of the committed events no node has
 // dispatched (an idempotent enqueue: several nodes may do it at once)
 // and marks them dispatched, returning how many it marked.
 func (e *Engine) dispatchOutbox(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		// Every pending event, whatever the nodes' clocks say.
-		evs, err := e.store.EventListPending(ctx, persistence.EventListPendingParams{
-			Before: e.clock.Now().Add(24 * time.Hour), Limit: outboxBatch})
-		if err != nil || len(evs) == 0 {
-			return total, err
+	// Every pending event, whatever the nodes' clocks say. Events of
+	// other applications (workflows this node has not registered, on the
+	// same database under another Redis prefix) are in the page too, so
+	// it reads further than it handles.
+	evs, err := e.store.EventListPending(ctx, persistence.EventListPendingParams{
+		Before: e.clock.Now().Add(24 * time.Hour), Limit: outboxRead})
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	ids := make([]string, 0, outboxBatch)
+	for _, ev := range evs {
+		if len(ids) == outboxBatch {
+			break // the rest is the next pass's
 		}
-		ids := make([]string, 0, len(evs))
-		for _, ev := range evs {
-			ok := true
-			for _, r := range ev.Runs {
-				if err := e.Dispatch(ctx, r.RunID); err != nil && !errors.Is(err, persistence.ErrRunNotFound) {
-					e.log.Warn("dispatching a published event's run failed", "event", ev.ID, "run_id", r.RunID, "err", err)
-					ok = false
-				}
+		ok := true
+		for _, r := range ev.Runs {
+			if w, _ := e.registered(r.Workflow); w == nil {
+				// Another application's run: its nodes dispatch it
+				// into their queues and mark the event.
+				ok = false
+				break
 			}
-			if ok {
-				ids = append(ids, ev.ID)
+		}
+		if !ok {
+			continue
+		}
+		for _, r := range ev.Runs {
+			if err := e.Dispatch(ctx, r.RunID); err != nil && !errors.Is(err, persistence.ErrRunNotFound) {
+				e.log.Warn("dispatching a published event's run failed", "event", ev.ID, "run_id", r.RunID, "err", err)
+				ok = false
 			}
 		}
-		if len(ids) == 0 {
-			return total, nil
-		}
-		n, err := e.store.EventMarkDispatched(ctx, persistence.EventMarkDispatchedParams{IDs: ids, Now: e.clock.Now()})
-		total += n
-		// A short page was the last; a failed event is left to the
-		// next pass rather than read again now.
-		if err != nil || len(evs) < outboxBatch || len(ids) < len(evs) {
-			return total, err
+		if ok {
+			ids = append(ids, ev.ID)
 		}
 	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	return e.store.EventMarkDispatched(ctx, persistence.EventMarkDispatchedParams{IDs: ids, Now: e.clock.Now()})
 }
 
 // Event is a published event as Event and Events return it, its payload

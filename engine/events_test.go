@@ -440,3 +440,71 @@ func TestPublishTxWaitersAfterRollback(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxLeavesOtherApplicationsEvents: two applications share one
+// database, each with its own Redis prefix and workflows. App A's outbox
+// pass must neither dispatch app B's committed event into A's queues nor
+// mark it dispatched; B's own pass then dispatches it and its runs finish.
+func TestOutboxLeavesOtherApplicationsEvents(t *testing.T) {
+	var calls sync.Map
+	all := eventWorkflows(t, &calls)
+	quiet := func(cfg *engine.Config) { cfg.OutboxInterval, cfg.ReconcileInterval = -1, -1 }
+	b := enginetest.New(t, enginetest.Options{Workflows: all[:2], Clock: engine.SystemClock, Configure: quiet}) // ship, bill
+	a := enginetest.New(t, enginetest.Options{Store: b.Store, Redis: b.Redis, Prefix: b.Prefix + "-appA", Workflows: all[3:], // audit
+		Clock: engine.SystemClock, Configure: quiet})
+	ctx := context.Background()
+	db, err := b.Engine.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Engine.PublishTx(ctx, tx, "order.placed", map[string]int{"total": 150}, engine.EventID("B1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Runs) != 2 {
+		t.Fatalf("B's event started %d runs, want 2 (ship, bill): %+v", len(p.Runs), p.Runs)
+	}
+	if _, err := a.Engine.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := b.Engine.Event(ctx, "B1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.DispatchedAt != nil {
+		t.Fatalf("app A's pass marked app B's event dispatched at %v", ev.DispatchedAt)
+	}
+	keys, err := b.Redis.Keys(ctx, a.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		for _, r := range p.Runs {
+			if strings.Contains(k, r.RunID) {
+				t.Errorf("app A's keys name B's run %s: %s", r.RunID, k)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := calledTimes(&calls, "ship") + calledTimes(&calls, "bill"); n != 0 {
+		t.Fatalf("B's handlers ran %d times before B dispatched", n)
+	}
+	if _, err := b.Engine.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Runs {
+		if info := b.Wait(t, r.RunID); info.Run.Status != persistence.RunSucceeded {
+			t.Errorf("run %s of %s: %s, want succeeded", r.RunID, r.Workflow, info.Run.Status)
+		}
+	}
+	if ev, err = b.Engine.Event(ctx, "B1"); err != nil || ev.DispatchedAt == nil {
+		t.Fatalf("after B's pass: dispatched at %v, %v; want set", ev.DispatchedAt, err)
+	}
+}
