@@ -245,7 +245,7 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 		if !e.matches(ctx, wf.sub, raw) {
 			continue
 		}
-		rp, err := e.createParams(ctx, wf.name, raw, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name))})
+		rp, err := e.createParams(ctx, wf.name, raw, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name)), func(o *triggerOptions) { o.eventRun = true }})
 		if err != nil {
 			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
 		}

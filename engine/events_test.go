@@ -449,7 +449,7 @@ func TestOutboxLeavesOtherApplicationsEvents(t *testing.T) {
 	var calls sync.Map
 	all := eventWorkflows(t, &calls)
 	quiet := func(cfg *engine.Config) { cfg.OutboxInterval, cfg.ReconcileInterval = -1, -1 }
-	b := enginetest.New(t, enginetest.Options{Workflows: all[:2], Clock: engine.SystemClock, Configure: quiet}) // ship, bill
+	b := enginetest.New(t, enginetest.Options{Workflows: all[:2], Clock: engine.SystemClock, Configure: quiet})               // ship, bill
 	a := enginetest.New(t, enginetest.Options{Store: b.Store, Redis: b.Redis, Prefix: b.Prefix + "-appA", Workflows: all[3:], // audit
 		Clock: engine.SystemClock, Configure: quiet})
 	ctx := context.Background()
@@ -506,5 +506,41 @@ func TestOutboxLeavesOtherApplicationsEvents(t *testing.T) {
 	}
 	if ev, err = b.Engine.Event(ctx, "B1"); err != nil || ev.DispatchedAt == nil {
 		t.Fatalf("after B's pass: dispatched at %v, %v; want set", ev.DispatchedAt, err)
+	}
+}
+
+// TestTriggerRefusesEventKeys: a user's idempotency key can never be an
+// event run's (EventRunKey), by Trigger or TriggerTx; nothing is created.
+func TestTriggerRefusesEventKeys(t *testing.T) {
+	var calls sync.Map
+	env := enginetest.New(t, enginetest.Options{Workflows: eventWorkflows(t, &calls)})
+	ctx := context.Background()
+	key := engine.EventRunKey("E", "bill")
+	if _, err := env.Engine.Trigger(ctx, "bill", map[string]int{"total": 5}, engine.IdempotencyKey(key)); !errors.Is(err, engine.ErrReservedKey) {
+		t.Fatalf("Trigger with key %q: %v, want ErrReservedKey", key, err)
+	}
+	db, err := env.Engine.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Engine.TriggerTx(ctx, tx, "bill", nil, engine.IdempotencyKey("event:x")); !errors.Is(err, engine.ErrReservedKey) {
+		t.Fatalf("TriggerTx with key event:x: %v, want ErrReservedKey", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if runs := runsOf(t, env.Engine, "bill"); len(runs) != 0 {
+		t.Fatalf("refused triggers created %d runs", len(runs))
+	}
+	p, err := env.Engine.Publish(ctx, "order.placed", map[string]int{"total": 5}, engine.EventID("E"))
+	if err != nil || len(p.Runs) != 1 || p.Runs[0].Workflow != "bill" {
+		t.Fatalf("Publish after the refused triggers: %+v, %v; want one bill run", p, err)
+	}
+	if _, err := env.Engine.Trigger(ctx, "bill", map[string]int{"total": 5}, engine.IdempotencyKey("order-event:1")); err != nil {
+		t.Fatalf("a key merely containing event: is the user's: %v", err)
 	}
 }
