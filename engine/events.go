@@ -93,7 +93,7 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any, opts ...
 	if e.stopped() {
 		return Published{}, ErrStopped
 	}
-	p, raw, err := e.publishParams(ctx, name, payload, opts)
+	p, raw, err := e.publishParams(ctx, name, payload, opts, false)
 	if err != nil {
 		return Published{}, err
 	}
@@ -139,7 +139,7 @@ func (e *Engine) PublishTx(ctx context.Context, tx persistence.DBTX, name string
 	if !ok {
 		return Published{}, ErrNoTx
 	}
-	p, raw, err := e.publishParams(ctx, name, payload, opts)
+	p, raw, err := e.publishParams(ctx, name, payload, opts, ts.DB().Stats().MaxOpenConnections == 1)
 	if err != nil {
 		return Published{}, err
 	}
@@ -208,7 +208,11 @@ func sameJSON(a, b []byte) bool {
 
 // publishParams validates an event, finds the workflows it starts and
 // plans their runs. raw is the payload's JSON before the codec.
-func (e *Engine) publishParams(ctx context.Context, name string, payload any, opts []PublishOption) (persistence.EventCreateParams, []byte, error) {
+// publishParams builds the event's create parameters. With cachedOnly
+// (PublishTx on a one-connection store, SQLite :memory:, whose only
+// connection the caller's transaction holds) it finds the subscribers
+// without reading the store.
+func (e *Engine) publishParams(ctx context.Context, name string, payload any, opts []PublishOption, cachedOnly bool) (persistence.EventCreateParams, []byte, error) {
 	if !dag.ValidEventName(name) {
 		return persistence.EventCreateParams{}, nil, fmt.Errorf("%w: event name %q (%s)", ErrInvalidEvent, name, dag.EventNameRule)
 	}
@@ -236,7 +240,7 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 	if err != nil {
 		return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
 	}
-	subs, err := e.subscribers(ctx, name)
+	subs, err := e.subscribers(ctx, name, cachedOnly)
 	if err != nil {
 		return persistence.EventCreateParams{}, nil, err
 	}
@@ -299,14 +303,21 @@ type subscriber struct {
 
 // subscribers returns the workflows subscribed to event, by name: those
 // registered on this node (their registered plan decides, as for
-// Trigger) and those whose current stored definition subscribes.
-func (e *Engine) subscribers(ctx context.Context, event string) ([]subscriber, error) {
+// Trigger) and those whose current stored definition subscribes. With
+// cachedOnly it reads nothing from the store: the stored definitions count
+// as far as this node has them cached (index and plans, whatever their
+// age), which on a one-connection store (a private :memory: database)
+// are this process's own.
+func (e *Engine) subscribers(ctx context.Context, event string, cachedOnly bool) ([]subscriber, error) {
 	candidates := map[string]bool{}
 	for _, w := range e.registeredWorkflows() {
 		candidates[w.Name()] = true
 	}
-	index, err := e.subs.read(ctx, e)
-	if err != nil {
+	var index map[string][]string
+	var err error
+	if cachedOnly {
+		index = e.subs.cached()
+	} else if index, err = e.subs.read(ctx, e); err != nil {
 		return nil, fmt.Errorf("engine: subscribers of event %q: %w", event, err)
 	}
 	for _, wf := range index[event] {
@@ -319,6 +330,20 @@ func (e *Engine) subscribers(ctx context.Context, event string) ([]subscriber, e
 	sort.Strings(names)
 	var out []subscriber
 	for _, n := range names {
+		if cachedOnly {
+			w, _ := e.registered(n)
+			if w == nil {
+				c, _ := e.plans.fresh(n)
+				w = c.plan
+			}
+			if w == nil {
+				continue
+			}
+			if sub := w.Subscribed(event); sub != nil {
+				out = append(out, subscriber{name: n, sub: sub})
+			}
+			continue
+		}
 		w, _, err := e.triggerPlan(ctx, n)
 		if errors.Is(err, ErrUnknownWorkflow) {
 			continue
@@ -360,6 +385,16 @@ func (s *subscriptionIndex) read(ctx context.Context, e *Engine) (map[string][]s
 	}
 	s.index, s.readAt = index, time.Now()
 	return index, nil
+}
+
+// cached returns the index as last read, whatever its age, without
+// waiting for a read in progress (nil then, or before the first read).
+func (s *subscriptionIndex) cached() map[string][]string {
+	if !s.mu.TryLock() {
+		return nil
+	}
+	defer s.mu.Unlock()
+	return s.index
 }
 
 // reset forgets the index (Register: a new subscription shows at once).

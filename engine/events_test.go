@@ -17,6 +17,7 @@ import (
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -542,5 +543,48 @@ func TestTriggerRefusesEventKeys(t *testing.T) {
 	}
 	if _, err := env.Engine.Trigger(ctx, "bill", map[string]int{"total": 5}, engine.IdempotencyKey("order-event:1")); err != nil {
 		t.Fatalf("a key merely containing event: is the user's: %v", err)
+	}
+}
+
+// TestPublishTxOnMemorySQLite: on an in-memory SQLite store (one
+// connection, which the caller's transaction holds) PublishTx finds its
+// subscribers without reading the store, so it returns instead of
+// waiting for the connection, and the committed event's runs finish.
+func TestPublishTxOnMemorySQLite(t *testing.T) {
+	var calls sync.Map
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: ":memory:", AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	env := enginetest.New(t, enginetest.Options{Store: st, Workflows: eventWorkflows(t, &calls), Clock: engine.SystemClock})
+	ctx := context.Background()
+	db, err := env.Engine.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := env.Engine.PublishTx(tctx, tx, "order.placed", map[string]int{"total": 150}, engine.EventID("M1"))
+	if err != nil {
+		_ = tx.Rollback()
+		t.Fatalf("PublishTx on :memory:: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var wfs []string
+	for _, r := range p.Runs {
+		wfs = append(wfs, r.Workflow)
+		if info := env.Wait(t, r.RunID); info.Run.Status != persistence.RunSucceeded {
+			t.Errorf("run of %s: %s, want succeeded", r.Workflow, info.Run.Status)
+		}
+	}
+	if diff := cmp.Diff([]string{"bill", "ship"}, wfs); diff != "" {
+		t.Fatalf("runs (-want +got):\n%s", diff)
 	}
 }
