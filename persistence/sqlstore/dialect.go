@@ -73,7 +73,9 @@ type Dialect struct {
 	// whether the row was there already. MySQL counts a matched row as
 	// affected (clientFoundRows), so there the no-op update records the
 	// fact as the statement's insert id (LAST_INSERT_ID(1)), which an
-	// insert into a table without AUTO_INCREMENT leaves 0.
+	// insert into a table without AUTO_INCREMENT leaves 0 on MySQL and
+	// MariaDB (TiDB may report it of a fresh insert too; eventCreate
+	// then compares the row with what it wrote).
 	InsertOnce func(conflict string) string
 	Existed    func(sql.Result) (bool, error)
 	// NamedLockSQL and NamedUnlockSQL take and release a lock named by

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -166,7 +167,14 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 	}
 	if existed {
 		stored, err := s.eventGet(ctx, q, p.ID, true)
-		return persistence.EventCreateResult{Event: stored}, err
+		// A server that reports the insert id of the session rather than
+		// of the statement (TiDB) says "existed" of the row just
+		// inserted: the row is this call's when it is exactly what it
+		// wrote and has no runs yet.
+		if err != nil || !(len(stored.Runs) == 0 && stored.Name == ev.Name && stored.PublishedAt.Equal(now) &&
+			bytes.Equal(stored.Payload, ev.Payload) && (stored.DispatchedAt == nil) == (ev.DispatchedAt == nil)) {
+			return persistence.EventCreateResult{Event: stored}, err
+		}
 	}
 	res := persistence.EventCreateResult{Created: true}
 	var args []any
