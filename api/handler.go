@@ -254,6 +254,9 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
 
+		{Method: "POST", Path: "/v1/events", Scope: ScopeOperate, handle: s.publishEvent},
+		{Method: "GET", Path: "/v1/events", Scope: ScopeRead, handle: s.listEvents},
+
 		{Method: "GET", Path: "/v1/dead-letters", Scope: ScopeRead, handle: s.listDeadLetters},
 		{Method: "POST", Path: "/v1/dead-letters/{run}/{step}/retry", Scope: ScopeOperate, handle: s.retryDeadLetter},
 		{Method: "DELETE", Path: "/v1/dead-letters/{run}/{step}", Scope: ScopeOperate, handle: s.discardDeadLetter},

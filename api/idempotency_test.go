@@ -130,3 +130,23 @@ func TestEmptyIdempotencyKeyIsNoKey(t *testing.T) {
 		t.Fatalf("4 calls with an empty key made %d runs, want 4", len(ids))
 	}
 }
+
+// TestEventIdempotencyKeyIsRefused: keys starting with "event:" belong to
+// the runs events start; a trigger with one, in the body or the header,
+// is a 400 naming the reserved prefix.
+func TestEventIdempotencyKeyIsRefused(t *testing.T) {
+	env := newAPIEnv(t, backends()[0], envOptions{})
+	for _, tc := range []struct{ body, header string }{
+		{`{"idempotency_key":"event:E:order"}`, ""},
+		{`{}`, "Idempotency-Key: event:E:order"},
+	} {
+		var hdr []string
+		if tc.header != "" {
+			hdr = append(hdr, tc.header)
+		}
+		r := env.raw(t, "POST", "/v1/workflows/order/runs", tc.body, hdr...)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `reserved for event runs`) {
+			t.Fatalf("%s %q: %d %s, want 400 naming the reserved prefix", tc.body, tc.header, r.status, r.body)
+		}
+	}
+}

@@ -40,6 +40,7 @@ const (
 	CodeConflict            = client.CodeConflict
 	CodeRunFinished         = client.CodeRunFinished
 	CodeRetryRefused        = client.CodeRetryRefused
+	CodeEventConflict       = client.CodeEventConflict
 	CodeUnavailable         = client.CodeUnavailable
 	CodeInternal            = client.CodeInternal
 )
@@ -96,6 +97,12 @@ func problemOf(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: CodeConflict, runID: te.RunID, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: CodeConflict, detail: err.Error(), err: err}
+	case errors.Is(err, engine.ErrEventConflict):
+		return &apiError{status: http.StatusConflict, code: CodeEventConflict, detail: err.Error(), err: err}
+	case errors.Is(err, engine.ErrInvalidEvent):
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
+	case errors.Is(err, engine.ErrReservedKey):
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidInput):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidInput, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrTooLarge):

@@ -95,7 +95,11 @@ func (s *server) runURL(id string) string {
 // the order of an object's keys) is the same input: decoded with numbers
 // kept as their text, and encoded again (objects' keys sorted, no HTML
 // escaping). An absent input and JSON null are both no input (nil).
-func normalizeInput(raw json.RawMessage) (any, error) {
+func normalizeInput(raw json.RawMessage) (any, error) { return normalizeJSON(raw, "input") }
+
+// normalizeJSON is normalizeInput for the body field named field (an
+// event's payload, say).
+func normalizeJSON(raw json.RawMessage, field string) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
@@ -103,7 +107,7 @@ func normalizeInput(raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's input is not valid JSON: %v", err)
+		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's %s is not valid JSON: %v", field, err)
 	}
 	if v == nil {
 		return nil, nil
@@ -112,7 +116,7 @@ func normalizeInput(raw json.RawMessage) (any, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's input cannot be encoded again: %v", err)
+		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's %s cannot be encoded again: %v", field, err)
 	}
 	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }

@@ -75,6 +75,7 @@ type workflowConfig struct {
 	retry   RetryPolicy
 	timeout time.Duration
 	queue   string
+	on      []subscriptionDecl
 }
 
 // Version sets the workflow's version (default 1), recorded with each run
@@ -177,7 +178,8 @@ func Queue(name string) StepOption {
 // Every problem found is reported, each as a *[DefinitionError] wrapping
 // one of the sentinels (ErrInvalidName, ErrEmptyWorkflow, ErrTooManySteps,
 // ErrDuplicateStep, ErrStepWithoutHandler, ErrInvalidOption,
-// ErrSelfDependency, ErrUnknownDependency, ErrCycle, ErrBadCondition). A single problem is
+// ErrSelfDependency, ErrUnknownDependency, ErrCycle, ErrBadCondition,
+// ErrBadFilter). A single problem is
 // returned as is; several are combined with errors.Join, so use errors.Is
 // and errors.As rather than a type assertion.
 func (b *Builder) Build() (*Workflow, error) {
@@ -225,6 +227,7 @@ func (b *Builder) Build() (*Workflow, error) {
 	}
 
 	w := &Workflow{name: b.name, version: cfg.version, index: make(map[string]int, len(b.decls))}
+	w.on = subscriptions(&v, b.name, cfg.on)
 	for _, d := range b.decls {
 		if _, dup := w.index[d.name]; dup {
 			v.add(d.name, ErrDuplicateStep, "step %q declared twice", d.name)

@@ -25,6 +25,10 @@ type Definition struct {
 	Declared int `json:"declared_version"`
 	// Steps are the steps in declaration order.
 	Steps []StepDefinition `json:"steps"`
+	// On lists the events that start the workflow ([OnEvent]), in
+	// declaration order. It is omitted when empty, so that the plans
+	// without subscriptions keep their hashes.
+	On []SubscriptionDefinition `json:"on,omitempty"`
 }
 
 // StepDefinition is one step of a [Definition], every default resolved.
@@ -65,6 +69,9 @@ type RetryDefinition struct {
 // Definition returns the workflow's plan without its code.
 func (w *Workflow) Definition() Definition {
 	d := Definition{Name: w.name, Declared: w.version, Steps: make([]StepDefinition, len(w.steps))}
+	for _, s := range w.on {
+		d.On = append(d.On, SubscriptionDefinition{Event: s.Event, When: s.Filter})
+	}
 	for i, s := range w.steps {
 		d.Steps[i] = StepDefinition{
 			Name:  s.Name,
@@ -139,7 +146,11 @@ func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
 	if handlers != nil && handlers.name != d.Name {
 		return nil, fmt.Errorf("dag: definition of %q built with the handlers of %q", d.Name, handlers.name)
 	}
-	b := New(d.Name, Version(d.Declared))
+	wopts := []WorkflowOption{Version(d.Declared)}
+	for _, s := range d.On {
+		wopts = append(wopts, OnEvent(s.Event, Filter(s.When)))
+	}
+	b := New(d.Name, wopts...)
 	for _, s := range d.Steps {
 		opts, err := s.options(d.Name)
 		if err != nil {

@@ -7,7 +7,8 @@
 // Per step: dependencies ([After], [Needs]), a retry policy ([Retry]), an
 // attempt timeout ([Timeout]), a compensation handler ([Compensate]), a
 // condition ([When]) and a queue ([Queue]). Per workflow: [Version],
-// [DefaultRetry], [DefaultTimeout] and [DefaultQueue]. Zero values inherit:
+// [DefaultRetry], [DefaultTimeout], [DefaultQueue] and the events that
+// start it ([OnEvent] with a [Filter]). Zero values inherit:
 // step from workflow, workflow from [DefaultRetryPolicy],
 // [DefaultStepTimeout] and [DefaultQueueName].
 //

@@ -17,6 +17,7 @@ type Workflow struct {
 	index      map[string]int // name -> position in steps
 	dependents [][]int        // direct dependents of steps[i], declaration order
 	order      []string
+	on         []*Subscription // OnEvent, declaration order
 }
 
 // Step is one node of a workflow, with every default resolved.

@@ -27,6 +27,9 @@ var (
 //
 //	name: order                 # required
 //	version: 1                  # default 1
+//	on:                         # optional: the events that start it
+//	  - event: order.placed     # required
+//	    when: event.total >= 100
 //	defaults:                   # all optional
 //	  retry: {max_attempts: 5, initial_backoff: 1s, max_backoff: 1m, multiplier: 2, jitter: 1}
 //	  timeout: 30s
@@ -45,7 +48,7 @@ var (
 //
 // Durations are Go duration strings ("1m30s"). The meaning is the one of
 // the Go options (After, Needs, Retry, Timeout, Compensate, When, Queue);
-// omitted fields inherit the same way. One difference: an explicit
+// omitted fields inherit the same way; `on` is [OnEvent] with [Filter]. One difference: an explicit
 // `jitter: 0` means no jitter (in Go a zero Jitter inherits; see NoJitter).
 //
 // Unknown fields, wrong types and unknown handlers are errors; so is every
@@ -132,6 +135,9 @@ func loadFS(fsys fs.FS, reg *steps.Registry, display func(string) string) ([]*Wo
 type loader struct {
 	yamlwalk.Walker
 	reg *steps.Registry
+	// onNode is the workflow's `on` list, where subscription errors
+	// point.
+	onNode *yaml.Node
 }
 
 func newLoader(file string, reg *steps.Registry) *loader {
@@ -224,7 +230,7 @@ func (l *loader) workflow(root *yaml.Node) (*Workflow, error) {
 		decls    []stepNode
 		b        = &Builder{}
 	)
-	known := []string{"name", "version", "defaults", "steps"}
+	known := []string{"name", "version", "on", "defaults", "steps"}
 	l.Fields(root, "", known, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -236,6 +242,9 @@ func (l *loader) workflow(root *yaml.Node) (*Workflow, error) {
 			}
 		case "defaults":
 			opts = append(opts, l.defaults(v)...)
+		case "on":
+			l.onNode = v
+			opts = append(opts, l.subscriptions(v)...)
 		case "steps":
 			stepsSet = true
 			items, ok := l.List(v, key, "a list of steps")
@@ -265,6 +274,37 @@ func (l *loader) workflow(root *yaml.Node) (*Workflow, error) {
 		return nil, l.Err()
 	}
 	return w, nil
+}
+
+// subscriptions decodes the `on` list.
+func (l *loader) subscriptions(n *yaml.Node) []WorkflowOption {
+	items, ok := l.List(n, "on", "a list of {event, when} mappings")
+	if !ok {
+		return nil
+	}
+	var opts []WorkflowOption
+	for i, item := range items {
+		path := fmt.Sprintf("on[%d]", i)
+		if !l.Mapping(item, path, "a mapping with event and when") {
+			continue
+		}
+		var event, when string
+		haveEvent := false
+		l.Fields(item, path, []string{"event", "when"}, func(key string, _, v *yaml.Node) {
+			switch key {
+			case "event":
+				event, haveEvent = l.Str(v, path+".event")
+			case "when":
+				when, _ = l.Str(v, path+".when")
+			}
+		})
+		if !haveEvent {
+			l.Fail(item, path+".event", fmt.Errorf("%w: every subscription needs an event", ErrMissingField))
+			continue
+		}
+		opts = append(opts, OnEvent(event, Filter(when)))
+	}
+	return opts
 }
 
 func (l *loader) defaults(n *yaml.Node) []WorkflowOption {
@@ -366,6 +406,8 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 		}
 		if ve.Step == "" {
 			switch {
+			case errors.Is(ve, ErrBadFilter) && l.onNode != nil:
+				l.Fail(l.onNode, "on", ve)
 			case errors.Is(ve, ErrInvalidName) && ve.Reason != "" && nameNode != root && !isQueueReason(ve):
 				l.Fail(nameNode, "name", ve)
 			case errors.Is(ve, ErrEmptyWorkflow) || errors.Is(ve, ErrTooManySteps):

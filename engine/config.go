@@ -70,6 +70,13 @@ type Config struct {
 	// ReconcileInterval is how often the reconciler compares the store with
 	// Redis. Default 2s. Negative disables the reconciler.
 	ReconcileInterval time.Duration
+	// OutboxInterval is how often this node looks for events committed by
+	// PublishTx whose runs no node has enqueued yet (one indexed query
+	// that reads only such events). Right after a PublishTx on this node
+	// it looks every 25ms for two seconds, so that the caller's commit
+	// starts the runs at once. Default 500ms. Negative: this node runs no
+	// outbox loop (its reconcile passes still dispatch such events).
+	OutboxInterval time.Duration
 	// ScheduleInterval is how often this node evaluates the schedules and
 	// starts the runs of due ticks. Default 1s. Negative: this node fires
 	// no schedules (Start still stores the ones it declares).
@@ -229,6 +236,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = c.Lease / 3
+	}
+	if c.OutboxInterval == 0 {
+		c.OutboxInterval = DefaultOutboxInterval
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval

@@ -1,5 +1,6 @@
 // Package engine runs dagflow workflows: it starts runs (Trigger,
-// TriggerTx), dispatches ready steps through the Redis queue, runs their
+// TriggerTx, and Publish/PublishTx for the workflows subscribed to an
+// event), dispatches ready steps through the Redis queue, runs their
 // handlers on workers with fenced claims and heartbeats, retries failures
 // with backoff and jitter, dead-letters steps that keep failing, undoes the
 // completed steps of a failed run by running their compensations in reverse

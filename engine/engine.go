@@ -36,6 +36,9 @@ type Engine struct {
 	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
 	plans     plans             // plans of other versions and of unregistered workflows
+	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
+	// outboxNudge makes the outbox loop poll at once (PublishTx).
+	outboxNudge chan struct{}
 
 	state    atomic.Int32 // 0 new, 1 started, 2 stopped
 	stopOnce sync.Once
@@ -114,6 +117,9 @@ func New(cfg Config) (*Engine, error) {
 		queues:    map[string]bool{},
 		inflight:  map[string]*execution{},
 		clockOK:   make(chan struct{}, 1),
+		// outboxNudge holds one nudge: more before the loop wakes add
+		// nothing.
+		outboxNudge: make(chan struct{}, 1),
 		// Unbuffered: a request is taken by a trigger loop or not at all.
 		triggers:    make(chan *triggerReq),
 		stopTrigger: make(chan struct{}),
@@ -192,6 +198,7 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 	// After the maps changed: a plan built before holds none of the new
 	// handlers, and one being built meanwhile is not kept (plans.gen).
 	e.plans.reset()
+	e.subs.reset()
 	return nil
 }
 
@@ -309,6 +316,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.ReconcileInterval > 0 {
 		e.wg.Add(1)
 		go e.reconcileLoop()
+	}
+	if e.cfg.OutboxInterval > 0 {
+		e.wg.Add(1)
+		go e.outboxLoop()
 	}
 	if e.cfg.MaxClockSkew >= 0 {
 		e.wg.Add(1)

@@ -17,6 +17,10 @@ var (
 	ErrRetryRefused = errors.New("engine: retry refused")
 	// ErrInvalidInput is returned for an input that is not valid JSON.
 	ErrInvalidInput = errors.New("engine: invalid input")
+	// ErrReservedKey is returned for an idempotency key starting with
+	// "event:": those are the keys of the runs events start
+	// (EventRunKey), so a user's run can never take an event's.
+	ErrReservedKey = errors.New(`engine: idempotency keys starting with "event:" are reserved for event runs`)
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("engine: already started")
 	// ErrNoTx is returned by DB and TriggerTx when the store does not

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -59,6 +60,9 @@ type ReconcileResult struct {
 	RetriesDue   int
 	LeaseExpired int
 	Sagas        int
+	// EventsDispatched counts committed events of PublishTx whose runs
+	// this pass enqueued.
+	EventsDispatched int
 }
 
 // Reconcile runs one reconcile pass now. The engine runs it every
@@ -76,6 +80,11 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		if _, err := e.q.Sweep(ctx, name, reconcileBatch); err != nil {
 			return r, err
 		}
+	}
+	n, err := e.dispatchOutbox(ctx)
+	r.EventsDispatched = n
+	if err != nil {
+		return r, fmt.Errorf("engine: reconcile: published events: %w", err)
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,11 +31,14 @@ type triggerOptions struct {
 	schedule string
 	tick     *time.Time
 	created  *bool
+	eventRun bool // the run of an event: its key may be EventRunKey's
 }
 
 // IdempotencyKey makes Trigger return the existing run when a run of the
 // same workflow was already started with key (a repeat with a different
-// input is an error wrapping persistence.ErrIdempotencyConflict).
+// input is an error wrapping persistence.ErrIdempotencyConflict). Keys
+// starting with "event:" belong to event runs: Trigger and TriggerTx
+// refuse them with ErrReservedKey.
 func IdempotencyKey(key string) TriggerOption { return func(o *triggerOptions) { o.key = key } }
 
 // StartAt delays the run's first steps until t.
@@ -76,6 +80,9 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 	var o triggerOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if !o.eventRun && strings.HasPrefix(o.key, "event:") {
+		return persistence.RunCreateParams{}, fmt.Errorf("%w: %q", ErrReservedKey, o.key)
 	}
 	// The trigger span's context, for every span of the run.
 	o.metadata = e.tracer.inject(ctx, o.metadata)

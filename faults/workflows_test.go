@@ -227,6 +227,10 @@ const (
 	wfChain  = "chain"  // a -> b -> c -> d; a, b, c compensate
 	wfCrashy = "crashy" // k1 -> k2; k1 compensates; many attempts allowed
 	wfTyped  = "typed"  // t, a typed step taking an order
+	// wfEvented is e1 -> e2 (e1 compensates), started by every
+	// "fault.order" event (events_test.go).
+	wfEvented = "evented"
+	evOrder   = "fault.order"
 )
 
 // order is the typed step's input.
@@ -268,5 +272,12 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy, typed}, nil
+	evented, err := dag.New(wfEvented, dag.DefaultRetry(retry), dag.DefaultTimeout(time.Minute), dag.OnEvent(evOrder)).
+		Step("e1", fwd, dag.Compensate(comp)).
+		Step("e2", fwd, dag.After("e1")).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed, evented}, nil
 }

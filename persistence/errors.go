@@ -22,6 +22,7 @@ var (
 	ErrDefinitionNotFound  = errors.New("persistence: workflow definition not found")
 	ErrAPIKeyNotFound      = errors.New("persistence: API key not found")
 	ErrAPIKeyExists        = errors.New("persistence: an API key that is not revoked already has this name")
+	ErrEventNotFound       = errors.New("persistence: event not found")
 )
 
 // IdempotencyConflictError reports a reused idempotency key whose input

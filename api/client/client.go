@@ -215,6 +215,49 @@ func (c *Client) Trigger(ctx context.Context, workflow string, req TriggerReques
 	return out, status == http.StatusCreated, err
 }
 
+// Publish calls POST /v1/events: it records the event and starts its
+// runs. created is false for a repeat of an event id, whose answer is the
+// runs the first publication started.
+func (c *Client) Publish(ctx context.Context, req PublishRequest) (Event, bool, error) {
+	var out Event
+	status, _, err := c.do(ctx, http.MethodPost, "/v1/events", nil, nil, req, &out)
+	return out, status == http.StatusCreated, err
+}
+
+// EventFilter selects the events ListEvents lists; zero values mean no
+// filter.
+type EventFilter struct {
+	Name   string
+	After  time.Time
+	Before time.Time
+	Cursor string
+	Limit  int
+}
+
+// ListEvents calls GET /v1/events: a page of events, newest first; pass
+// its NextCursor as Cursor for the next.
+func (c *Client) ListEvents(ctx context.Context, f EventFilter) (EventList, error) {
+	q := url.Values{}
+	if f.Name != "" {
+		q.Set("name", f.Name)
+	}
+	if !f.After.IsZero() {
+		q.Set("after", f.After.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Before.IsZero() {
+		q.Set("before", f.Before.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out EventList
+	_, _, err := c.do(ctx, http.MethodGet, "/v1/events", q, nil, nil, &out)
+	return out, err
+}
+
 // RunFilter selects the runs ListRuns lists; zero values mean no filter.
 type RunFilter struct {
 	Workflow       string

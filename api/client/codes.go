@@ -48,6 +48,9 @@ const (
 	CodeRunFinished = "run_finished"
 	// CodeRetryRefused: the run has nothing to retry.
 	CodeRetryRefused = "retry_refused"
+	// CodeEventConflict: the event id was published before with another
+	// name or payload.
+	CodeEventConflict = "event_conflict"
 	// CodeUnavailable: the server is stopping, or its store does not answer.
 	CodeUnavailable = "unavailable"
 	// CodeInternal: the server failed; its log has the cause.

@@ -88,6 +88,43 @@ type RunList struct {
 	NextCursor string `json:"next_cursor"`
 }
 
+// PublishRequest is the body of POST /v1/events.
+type PublishRequest struct {
+	// Name is the event's name ("order.placed").
+	Name string `json:"name"`
+	// ID is the event's id: a repeat starts nothing and answers the runs
+	// the first publication started. Generated when empty.
+	ID string `json:"id,omitempty"`
+	// Payload is the event's payload, any JSON value; it becomes the
+	// started runs' input.
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// EventRun is a run an event started.
+type EventRun struct {
+	Workflow string `json:"workflow"`
+	RunID    string `json:"run_id"`
+}
+
+// Event is a published event with the runs it started.
+type Event struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Payload     json.RawMessage `json:"payload"`
+	PublishedAt time.Time       `json:"published_at"`
+	// DispatchedAt is when its runs were enqueued; nil while an event
+	// published in an application's transaction waits for an engine.
+	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
+	Runs         []EventRun `json:"runs"`
+}
+
+// EventList is the answer of GET /v1/events.
+type EventList struct {
+	Events []Event `json:"events"`
+	// NextCursor continues the listing; empty on the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // TriggerRequest is the body of POST /v1/workflows/{name}/runs.
 type TriggerRequest struct {
 	// Input is the run's input, any JSON value.

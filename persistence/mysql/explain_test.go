@@ -33,7 +33,8 @@ func TestQueriesUseIndexes(t *testing.T) {
 	nodes(t, s, now)
 	definitions(t, s, now)
 	apiKeys(t, s, now)
-	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys"} {
+	events(t, s.DB(), now)
+	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs"} {
 		if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
 			t.Fatal(err)
 		}
@@ -41,6 +42,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-50*time.Minute))...)
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
+	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
@@ -88,6 +90,12 @@ func rangeOf(name string) string {
 		return "idx_steps_dead"
 	case name == "NodeDeleteStale":
 		return "idx_nodes_heartbeat"
+	case name == "EventList/cursor":
+		return "idx_events_published"
+	case strings.HasPrefix(name, "EventList@name/"):
+		return "idx_events_name_published"
+	case name == "EventListPending":
+		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	}
@@ -160,6 +168,14 @@ func indexOf(name string) string {
 		return "idx_api_keys_name"
 	case name == "APIKeyList":
 		return "idx_api_keys_created"
+	case name == "EventList/first":
+		// The newest events: the index read from its end, limit+1
+		// entries.
+		return "idx_events_published"
+	case name == "EventList@name":
+		return "idx_events_name_published"
+	case name == "EventGet", strings.HasPrefix(name, "EventRuns"):
+		return "PRIMARY"
 	case name == "StepReleaseLeases/running":
 		// The running steps' entries (status =), in flight only; the
 		// compensating read adds a lookup of each one's attempt and is
@@ -194,6 +210,36 @@ func definitions(t *testing.T, s persistence.Store, now time.Time) {
 		}()
 	}
 	wg.Wait()
+}
+
+// events stores 3000 events of 10 names over a day, each with a run, the
+// newest 30 not dispatched yet (the outbox): enough that a listing or the
+// outbox read that scanned them would show.
+func events(t *testing.T, db *sql.DB, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for b := range 30 {
+		var ev, runs []string
+		var evArgs, runArgs []any
+		for i := range 100 {
+			n := b*100 + i
+			id := fmt.Sprintf("ev%05d", n)
+			var disp any = now
+			if n >= 2970 {
+				disp = nil
+			}
+			ev = append(ev, "(?, ?, ?, ?, ?)")
+			evArgs = append(evArgs, id, fmt.Sprintf("order.e%d", n%10), []byte(`{"total":1}`), now.Add(time.Duration(n-3000)*30*time.Second), disp)
+			runs = append(runs, "(?, ?, ?)")
+			runArgs = append(runArgs, id, "w1", fmt.Sprintf("run-%05d", n))
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO events (id, name, payload, published_at, dispatched_at) VALUES "+strings.Join(ev, ", "), evArgs...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO event_runs (event_id, workflow, run_id) VALUES "+strings.Join(runs, ", "), runArgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // apiKeys creates 200 keys, and the ones sqlstore's APIKeyQueries look

@@ -168,6 +168,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs := append(s.IndexedQueries(now), s.NodeQueries(now.Add(-time.Minute), now.Add(-time.Hour))...)
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
+	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
@@ -183,6 +184,10 @@ func TestQueriesUseIndexes(t *testing.T) {
 			switch {
 			case q.Name == "APIKeyList" && line == "SCAN api_keys USING INDEX "+want:
 				// Every key, in the index's order.
+				found = true
+			case q.Name == "EventList/first" && line == "SCAN events USING INDEX "+want:
+				// The newest events: the index read from its end,
+				// limit+1 entries.
 				found = true
 			case strings.HasPrefix(line, "SCAN "):
 				t.Errorf("%s: %q scans\n%s", q.Name, line, q.SQL)
@@ -213,6 +218,12 @@ func rangeOf(name string) string {
 		return "idx_steps_dead"
 	case name == "NodeDeleteStale":
 		return "idx_nodes_heartbeat"
+	case name == "EventList/first", name == "EventList/cursor":
+		return "idx_events_published"
+	case strings.HasPrefix(name, "EventList@name"):
+		return "idx_events_name_published"
+	case name == "EventListPending":
+		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	}
@@ -242,6 +253,10 @@ func indexOf(name string) string {
 		return "idx_api_keys_name"
 	case name == "APIKeyList":
 		return "idx_api_keys_created"
+	case name == "EventGet":
+		return "sqlite_autoindex_events_1"
+	case strings.HasPrefix(name, "EventRuns"):
+		return "sqlite_autoindex_event_runs_1"
 	}
 	return ""
 }

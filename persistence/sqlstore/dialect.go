@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"strings"
 	"time"
 
@@ -65,6 +66,26 @@ type Dialect struct {
 	// duplicate of the conflict columns a no-op (without hiding other
 	// errors, unlike MySQL's INSERT IGNORE).
 	InsertIgnore func(conflict []string) string
+	// InsertOnce returns the clause appended to an INSERT that makes a
+	// duplicate of the conflict column a no-op which still locks the
+	// existing row exclusively (never a duplicate-key error, which leaves
+	// a shared lock behind); Existed reports from the statement's result
+	// whether the row was there already. MySQL counts a matched row as
+	// affected (clientFoundRows), so there the no-op update records the
+	// fact as the statement's insert id (LAST_INSERT_ID(1)), which an
+	// insert into a table without AUTO_INCREMENT leaves 0 on MySQL and
+	// MariaDB (TiDB may report it of a fresh insert too; eventCreate
+	// then compares the row with what it wrote).
+	InsertOnce func(conflict string) string
+	Existed    func(sql.Result) (bool, error)
+	// NamedLockSQL and NamedUnlockSQL take and release a lock named by
+	// their one argument for the session (MySQL's GET_LOCK, waiting up to
+	// 50 s; the first returns 1 when it has the lock). Creates of one key
+	// take it around their INSERT so that at most one of them waits on an
+	// uncommitted holder: InnoDB gives every waiter a gap lock when the
+	// holder rolls back, and two waiters' inserts then deadlock. Empty
+	// where the database locks whole transactions instead.
+	NamedLockSQL, NamedUnlockSQL string
 	// TableExistsSQL counts the tables of the database named by its one
 	// argument (0 or 1), readable by a user without DDL rights.
 	TableExistsSQL string
@@ -115,6 +136,15 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		InsertIgnore: func(conflict []string) string {
 			return " ON DUPLICATE KEY UPDATE " + conflict[0] + " = " + conflict[0]
 		},
+		NamedLockSQL:   "SELECT GET_LOCK(?, 50)",
+		NamedUnlockSQL: "SELECT RELEASE_LOCK(?)",
+		InsertOnce: func(conflict string) string {
+			return " ON DUPLICATE KEY UPDATE " + conflict + " = IF(LAST_INSERT_ID(1) = 1, " + conflict + ", " + conflict + ")"
+		},
+		Existed: func(r sql.Result) (bool, error) {
+			id, err := r.LastInsertId()
+			return id == 1, err
+		},
 	}
 }
 
@@ -140,6 +170,13 @@ func SQLite(isDuplicate, isRetryable func(error) bool) Dialect {
 		},
 		InsertIgnore: func(conflict []string) string {
 			return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO NOTHING"
+		},
+		InsertOnce: func(conflict string) string {
+			return " ON CONFLICT (" + conflict + ") DO NOTHING"
+		},
+		Existed: func(r sql.Result) (bool, error) {
+			n, err := r.RowsAffected()
+			return n == 0, err
 		},
 	}
 }

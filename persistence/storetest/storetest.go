@@ -108,6 +108,11 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ReleaseLeases", s.testReleaseLeases},
 		{"EndedAttemptRows", s.testEndedAttemptRows},
 		{"BatchesOfLargePayloads", s.testLargeBatches},
+		{"EventCreate", s.testEventCreate},
+		{"EventCreateConcurrent", s.testEventCreateConcurrent},
+		{"EventCreateTx", s.testEventCreateTx},
+		{"EventPending", s.testEventPending},
+		{"EventList", s.testEventList},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
