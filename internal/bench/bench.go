@@ -123,13 +123,22 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 		}
 	}
 
-	if cfg.History > 0 {
-		b.progress("pre-filling %d finished runs", cfg.History)
+	first := 0
+	if cfg.History > 0 && cfg.HistoryDB != "" {
+		// A kept database tops its history up: the runs it holds count.
+		if err := b.env.mysqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflow_runs").Scan(&first); err != nil {
+			return nil, fmt.Errorf("count the runs of -history-db %s: %w", cfg.HistoryDB, err)
+		}
+		first = min(first, cfg.History)
+		b.progress("database %s holds %d runs", cfg.HistoryDB, first)
+	}
+	if cfg.History > first {
+		b.progress("pre-filling %d finished runs", cfg.History-first)
 		t0 := time.Now()
 		next := 0
-		err := seed.FinishedRuns(ctx, b.env.mysqlDB, seed.Params{Runs: cfg.History, Progress: func(done int) {
+		err := seed.FinishedRuns(ctx, b.env.mysqlDB, seed.Params{Runs: cfg.History, First: first, Progress: func(done int) {
 			if done >= next {
-				b.progress("  %d runs written (%.0f runs/s)", done, float64(done)/time.Since(t0).Seconds())
+				b.progress("  %d runs written (%.0f runs/s)", done, float64(done-first)/time.Since(t0).Seconds())
 				next = done + max(cfg.History/10, 1)
 			}
 		}})

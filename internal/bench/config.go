@@ -39,6 +39,12 @@ type Config struct {
 	// History, when positive, pre-fills this many finished runs before
 	// measuring (MySQL only).
 	History int
+	// HistoryDB, when set, names a MySQL database the bench uses and
+	// keeps instead of a temporary one: with History, it tops the
+	// history up to History runs (a seed interrupted or done before is
+	// resumed, not repeated), so a large history is written once and
+	// measured against many times.
+	HistoryDB string
 	// Sample is the runs per measurement read back for the latencies.
 	Sample int
 	// CPUProfile, when set, is a file for a CPU profile of the full load.
@@ -134,6 +140,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "length of the fixed-rate measurement")
 	fs.IntVar(&c.Backlog, "backlog", 0, "measure Redis memory per queued step with this many steps waiting (workers off); 0: skip (the issue's figure is 100000)")
 	fs.IntVar(&c.History, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
+	fs.StringVar(&c.HistoryDB, "history-db", "", "use and keep this MySQL database (created if missing) instead of a temporary one; with -history, top its history up to that many runs, so a large history is seeded once")
 	fs.IntVar(&c.Sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
 	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
@@ -185,6 +192,14 @@ func (c *Config) Validate() error {
 	if c.History > 0 && c.Embedded {
 		errs = append(errs, errors.New("-history pre-fills MySQL; it cannot be used with -embedded"))
 	}
+	if c.HistoryDB != "" {
+		if c.Embedded {
+			errs = append(errs, errors.New("-history-db names a MySQL database; it cannot be used with -embedded"))
+		}
+		if !validDBName(c.HistoryDB) {
+			errs = append(errs, fmt.Errorf("-history-db %q: use 1 to 64 letters, digits and underscores", c.HistoryDB))
+		}
+	}
 	if c.Sample < 1 {
 		errs = append(errs, fmt.Errorf("-sample %d: must be at least 1", c.Sample))
 	}
@@ -197,11 +212,25 @@ func (c *Config) Validate() error {
 	if c.Procs == 0 && (c.Queues > 1 || len(c.RedisCluster) > 0) {
 		errs = append(errs, errors.New("-queues and -redis-cluster need -procs"))
 	}
-	if c.Procs > 0 && (c.Rate.on() || c.Backlog > 0 || c.History > 0 || c.CPUProfile != "" || c.LatencyLog != "" || c.Metrics || c.Tracing) {
-		errs = append(errs, errors.New("-procs measures full-load throughput only: it cannot be combined with -rate, -backlog, -history, -cpuprofile, -latency-log, -metrics or -tracing"))
+	if c.Procs > 0 && (c.Rate.on() || c.Backlog > 0 || c.History > 0 || c.HistoryDB != "" || c.CPUProfile != "" || c.LatencyLog != "" || c.Metrics || c.Tracing) {
+		errs = append(errs, errors.New("-procs measures full-load throughput only: it cannot be combined with -rate, -backlog, -history, -history-db, -cpuprofile, -latency-log, -metrics or -tracing"))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("-timeout %v: must be positive", c.Timeout))
 	}
 	return errors.Join(errs...)
+}
+
+// validDBName reports whether name is a database name the bench may
+// create and quote without escaping.
+func validDBName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

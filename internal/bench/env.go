@@ -89,19 +89,27 @@ func openEnv(ctx context.Context, cfg Config) (env *environment, err error) {
 			return nil, fmt.Errorf("mysql at %s: %w", mc.Addr, err)
 		}
 		env.tidb = strings.Contains(version, "TiDB")
-		name := "dagflow_bench_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
-		if _, err := env.serverDB.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-			return nil, fmt.Errorf("create the bench database: %w", err)
-		}
-		env.database = name
-		env.cleanups = append(env.cleanups, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if _, err := env.serverDB.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-				fmt.Fprintf(os.Stderr, "bench: drop database %s: %v\n", name, err)
+		if name := cfg.HistoryDB; name != "" {
+			// Kept: a history seeded once serves many measurements.
+			if _, err := env.serverDB.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+				return nil, fmt.Errorf("create the -history-db database: %w", err)
 			}
-		})
-		mc.DBName = name
+			env.database = name
+		} else {
+			name := "dagflow_bench_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+			if _, err := env.serverDB.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+				return nil, fmt.Errorf("create the bench database: %w", err)
+			}
+			env.database = name
+			env.cleanups = append(env.cleanups, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				if _, err := env.serverDB.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+					fmt.Fprintf(os.Stderr, "bench: drop database %s: %v\n", name, err)
+				}
+			})
+		}
+		mc.DBName = env.database
 		st, err := mysql.Open(ctx, mysql.Config{DSN: mc.FormatDSN(), AutoMigrate: true, MaxOpenConns: cfg.Workers + cfg.Triggers + 8})
 		if err != nil {
 			return nil, err

@@ -1,15 +1,20 @@
 package seed
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -23,8 +28,13 @@ type Step struct {
 
 // Params are the arguments of FinishedRuns.
 type Params struct {
-	// Runs is how many finished runs to write.
+	// Runs is how many finished runs the history holds once written.
 	Runs int
+	// First is the index of the first run to write: runs [0, First) are
+	// taken as written before (by an earlier, perhaps interrupted, call
+	// with the same Runs), so a large history can be topped up. Their
+	// creation times are spread as if all Runs were written at once.
+	First int
 	// Workflow names the runs' workflow. Default "order".
 	Workflow string
 	// Steps are the steps of every run, each succeeded with one succeeded
@@ -44,8 +54,8 @@ type Params struct {
 	Batch int
 	// Concurrency is how many batches are written at once. Default 4.
 	Concurrency int
-	// Progress, when set, is called after each committed batch with the
-	// number of runs written so far.
+	// Progress, when set, is called after each committed batch with
+	// First plus the number of runs this call has written so far.
 	Progress func(done int)
 }
 
@@ -84,7 +94,7 @@ func (p Params) withDefaults() Params {
 		p.Batch = 1000
 	}
 	// Every statement must stay under the placeholder limit.
-	if most := mysqlMaxPlaceholders / (stepCols * len(p.Steps)); p.Batch > most {
+	if most := mysqlMaxPlaceholders / (len(stepTable.cols) * len(p.Steps)); p.Batch > most {
 		p.Batch = most
 	}
 	if p.Concurrency <= 0 {
@@ -96,6 +106,9 @@ func (p Params) withDefaults() Params {
 func (p Params) validate() error {
 	if p.Runs < 0 {
 		return fmt.Errorf("seed: Params.Runs %d is negative", p.Runs)
+	}
+	if p.First < 0 || p.First > p.Runs {
+		return fmt.Errorf("seed: Params.First %d is not within [0, Runs %d]", p.First, p.Runs)
 	}
 	seen := map[string]bool{}
 	for _, s := range p.Steps {
@@ -115,12 +128,6 @@ func (p Params) validate() error {
 	return nil
 }
 
-// Placeholders per row of each INSERT of writeBatch.
-const (
-	runCols  = 8
-	stepCols = 14
-)
-
 // FinishedRuns writes p.Runs succeeded runs, with their succeeded steps
 // (each holding its one succeeded attempt, as the engine leaves them),
 // straight into the tables of the MySQL database db, which the mysql
@@ -135,7 +142,7 @@ func FinishedRuns(ctx context.Context, db *sql.DB, p Params) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	if p.Runs == 0 {
+	if p.Runs == p.First {
 		return nil
 	}
 	dependents := make([]string, len(p.Steps))
@@ -161,7 +168,7 @@ func FinishedRuns(ctx context.Context, db *sql.DB, p Params) error {
 		written  int
 	)
 	sem := make(chan struct{}, p.Concurrency)
-	for lo := 0; lo < p.Runs && ctx.Err() == nil; lo += p.Batch {
+	for lo := p.First; lo < p.Runs && ctx.Err() == nil; lo += p.Batch {
 		hi := min(lo+p.Batch, p.Runs)
 		sem <- struct{}{}
 		wg.Add(1)
@@ -179,7 +186,7 @@ func FinishedRuns(ctx context.Context, db *sql.DB, p Params) error {
 			}
 			written += hi - lo
 			if p.Progress != nil {
-				p.Progress(written)
+				p.Progress(p.First + written)
 			}
 		}()
 	}
@@ -193,13 +200,14 @@ func FinishedRuns(ctx context.Context, db *sql.DB, p Params) error {
 	return nil
 }
 
-// writeBatch writes runs [lo, hi) in one transaction. Constant columns are
-// literals in the statements; the others are placeholders.
+// writeBatch writes runs [lo, hi) in one transaction: with LOAD DATA
+// LOCAL INFILE from an in-memory stream when the server allows it (several
+// times faster: nothing to parse but the rows), else with multi-row INSERTs.
 func writeBatch(ctx context.Context, db *sql.DB, p Params, dependents []string, start time.Time, gap time.Duration, lo, hi int) error {
 	n := hi - lo
 	nSteps := len(p.Steps)
-	runArgs := make([]any, 0, n*runCols)
-	stepArgs := make([]any, 0, n*nSteps*stepCols)
+	runRows := make([][]any, 0, n)
+	stepRows := make([][]any, 0, n*nSteps)
 	for i := lo; i < hi; i++ {
 		created := start.Add(time.Duration(i) * gap)
 		id, err := runID(created, i)
@@ -212,30 +220,148 @@ func writeBatch(ctx context.Context, db *sql.DB, p Params, dependents []string, 
 			queued, started, finished := t, t.Add(200*time.Microsecond), t.Add(time.Millisecond)
 			worker := "seed-" + strconv.Itoa(i%16)
 			t = finished
-			stepArgs = append(stepArgs, id, st.Name, j, p.Workflow, p.Queue, strings.Join(st.Deps, ","),
-				dependents[j], p.Output, queued, started, finished, finished, worker, started)
+			stepRows = append(stepRows, []any{id, st.Name, j, p.Workflow, p.Queue, strings.Join(st.Deps, ","),
+				dependents[j], p.Output, queued, started, finished, finished, worker, started})
 		}
-		runArgs = append(runArgs, id, p.Workflow, p.Output, created, created, created, t, t)
+		runRows = append(runRows, []any{id, p.Workflow, p.Output, created, created, created, t, t})
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	runSQL := `INSERT INTO workflow_runs (id, workflow, output, start_at, created_at, started_at, finished_at,
-		updated_at, version, status, input, error, idempotency_key, metadata, schedule, scheduled_tick) VALUES ` +
-		rows(n, `(?, ?, ?, ?, ?, ?, ?, ?, 0, '`+string(persistence.RunSucceeded)+`', NULL, NULL, NULL, NULL, '', NULL)`)
-	if _, err := tx.ExecContext(ctx, runSQL, runArgs...); err != nil {
-		return fmt.Errorf("insert runs: %w", err)
+	write := insertRows
+	if loadData.Load() {
+		write = loadRows
 	}
-	stepSQL := `INSERT INTO step_runs (run_id, step, seq, workflow, queue, deps, dependents, output,
-		queued_at, started_at, finished_at, updated_at, worker, claimed_at, status, attempt, max_attempts, pending_deps,
-		comp_attempt, fence, lease_expires_at, next_attempt_at, error) VALUES ` +
-		rows(n*nSteps, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '`+string(persistence.StepSucceeded)+`', 1, 3, 0, 0, '', NULL, NULL, NULL)`)
-	if _, err := tx.ExecContext(ctx, stepSQL, stepArgs...); err != nil {
-		return fmt.Errorf("insert steps: %w", err)
+	if err := write(ctx, tx, runTable, runRows); err != nil {
+		if !isLocalInfileRefused(err) {
+			return fmt.Errorf("write runs: %w", err)
+		}
+		// The server refuses LOAD DATA LOCAL: INSERTs from now on.
+		loadData.Store(false)
+		write = insertRows
+		if err := write(ctx, tx, runTable, runRows); err != nil {
+			return fmt.Errorf("write runs: %w", err)
+		}
+	}
+	if err := write(ctx, tx, stepTable, stepRows); err != nil {
+		return fmt.Errorf("write steps: %w", err)
 	}
 	return tx.Commit()
+}
+
+// table is one table FinishedRuns writes: the columns its rows give, and
+// the constant values of the others.
+type table struct {
+	name      string
+	cols      []string
+	constCols []string
+	consts    []string // SQL literals, one per constCols
+}
+
+var (
+	runTable = table{
+		name:      "workflow_runs",
+		cols:      []string{"id", "workflow", "output", "start_at", "created_at", "started_at", "finished_at", "updated_at"},
+		constCols: []string{"version", "status", "input", "error", "idempotency_key", "metadata", "schedule", "scheduled_tick"},
+		consts:    []string{"0", "'" + string(persistence.RunSucceeded) + "'", "NULL", "NULL", "NULL", "NULL", "''", "NULL"},
+	}
+	stepTable = table{
+		name: "step_runs",
+		cols: []string{"run_id", "step", "seq", "workflow", "queue", "deps", "dependents", "output",
+			"queued_at", "started_at", "finished_at", "updated_at", "worker", "claimed_at"},
+		constCols: []string{"status", "attempt", "max_attempts", "pending_deps", "comp_attempt", "fence",
+			"lease_expires_at", "next_attempt_at", "error"},
+		consts: []string{"'" + string(persistence.StepSucceeded) + "'", "1", "3", "0", "0", "''", "NULL", "NULL", "NULL"},
+	}
+)
+
+// loadData is cleared once a server refuses LOAD DATA LOCAL INFILE.
+var loadData atomic.Bool
+
+func init() { loadData.Store(true) }
+
+// readerSeq names the in-memory files of concurrent LOAD DATA statements.
+var readerSeq atomic.Int64
+
+// insertRows writes rows into t with one multi-row INSERT.
+func insertRows(ctx context.Context, tx *sql.Tx, t table, rowsArgs [][]any) error {
+	args := make([]any, 0, len(rowsArgs)*len(t.cols))
+	for _, r := range rowsArgs {
+		args = append(args, r...)
+	}
+	tuple := "(" + strings.Repeat("?, ", len(t.cols)) + strings.Join(t.consts, ", ") + ")"
+	q := "INSERT INTO " + t.name + " (" + strings.Join(t.cols, ", ") + ", " + strings.Join(t.constCols, ", ") + ") VALUES " +
+		rows(len(rowsArgs), tuple)
+	_, err := tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+// loadRows writes rows into t with LOAD DATA LOCAL INFILE, from a
+// tab-separated stream built in memory (the driver's reader handler: no
+// file, no allowAllFiles).
+func loadRows(ctx context.Context, tx *sql.Tx, t table, rowsArgs [][]any) error {
+	var b bytes.Buffer
+	for _, r := range rowsArgs {
+		for k, v := range r {
+			if k > 0 {
+				b.WriteByte('\t')
+			}
+			switch v := v.(type) {
+			case string:
+				writeTSV(&b, v)
+			case []byte:
+				writeTSV(&b, string(v))
+			case int:
+				b.WriteString(strconv.Itoa(v))
+			case time.Time:
+				b.WriteString(v.UTC().Format("2006-01-02 15:04:05.000000"))
+			default:
+				return fmt.Errorf("seed: no TSV form for %T", v)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	name := "dagflow-seed-" + strconv.FormatInt(readerSeq.Add(1), 10)
+	gomysql.RegisterReaderHandler(name, func() io.Reader { return &b })
+	defer gomysql.DeregisterReaderHandler(name)
+	set := make([]string, len(t.constCols))
+	for k, c := range t.constCols {
+		set[k] = c + " = " + t.consts[k]
+	}
+	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + t.name +
+		" CHARACTER SET binary (" + strings.Join(t.cols, ", ") + ") SET " + strings.Join(set, ", ")
+	_, err := tx.ExecContext(ctx, q)
+	return err
+}
+
+// writeTSV writes s escaped for LOAD DATA's default format.
+func writeTSV(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '\t', '\n':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case 0:
+			b.WriteString("\\0")
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// isLocalInfileRefused reports whether err is a server's refusal of LOAD
+// DATA LOCAL INFILE (local_infile off, or not allowed for the statement).
+func isLocalInfileRefused(err error) bool {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1148, 3948, 2068:
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "local_infile") || strings.Contains(err.Error(), "LOCAL INFILE")
 }
 
 // rows returns n copies of tuple joined by commas.
