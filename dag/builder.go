@@ -110,6 +110,13 @@ type stepConfig struct {
 	when     string
 	queue    string
 	queueSet bool
+	http     *HTTPDefinition // storedHTTP
+}
+
+// storedHTTP keeps, on a step built from a stored definition, the kind
+// and target of an HTTP step whose handler the node may not have.
+func storedHTTP(h *HTTPDefinition) StepOption {
+	return func(c *stepConfig) { c.http = h }
 }
 
 func (c *stepConfig) addDeps(deps []string, hard bool) {
@@ -291,6 +298,7 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 		Queue:        c.queue,
 		When:         c.when,
 		workflow:     b.name,
+		http:         c.http,
 	}
 	for _, dep := range c.deps {
 		if c.needs[dep] {

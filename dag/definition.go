@@ -50,6 +50,11 @@ type StepDefinition struct {
 	Timeout string `json:"timeout"`
 	// Compensation says the step has a compensation handler.
 	Compensation bool `json:"compensation"`
+	// Kind is "http" for a built-in HTTP step ([KindHTTP]), empty for a
+	// step running a handler; HTTP then says where it goes (never with
+	// a header's value).
+	Kind string          `json:"kind,omitempty"`
+	HTTP *HTTPDefinition `json:"http,omitempty"`
 }
 
 // RetryDefinition is a resolved [RetryPolicy] with its durations written
@@ -88,6 +93,15 @@ func (w *Workflow) Definition() Definition {
 			},
 			Timeout:      s.Timeout.String(),
 			Compensation: s.Compensation != nil,
+		}
+		switch h := s.Handler.(type) {
+		case *steps.HTTP:
+			d.Steps[i].Kind, d.Steps[i].HTTP = KindHTTP, httpDefinition(h)
+		default:
+			if s.http != nil {
+				// Built from a stored definition: its kind stays.
+				d.Steps[i].Kind, d.Steps[i].HTTP = KindHTTP, s.http
+			}
 		}
 	}
 	return d
@@ -167,6 +181,13 @@ func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
 				comp = noHandler
 			}
 			opts = append(opts, Compensate(comp))
+		}
+		if s.Kind != "" {
+			if s.Kind != KindHTTP || s.HTTP == nil {
+				return nil, &DefinitionError{Workflow: d.Name, Step: s.Name, Err: ErrUnknownKind,
+					Reason: fmt.Sprintf("step %q: unknown kind %q", s.Name, s.Kind)}
+			}
+			opts = append(opts, storedHTTP(s.HTTP))
 		}
 		b.Step(s.Name, h, opts...)
 	}

@@ -53,10 +53,18 @@ var errStopped = errors.New("dag: condition evaluation stopped")
 // compileWhen compiles src once, with member access made nil-safe (see
 // Step.EvalWhen), every loop made to stop when the evaluation's context
 // ends (see loopCheck), and the referenced steps collected.
-func compileWhen(src string) (*condition, error) {
+func compileWhen(src string) (*condition, error) { return compileExpr(src, true) }
+
+// compileExpr compiles an expression over the `when` environment: a
+// condition (asBool) or an HTTP step's body template (any value).
+func compileExpr(src string, asBool bool) (*condition, error) {
 	c := &condition{}
-	prog, err := expr.Compile(src, expr.Env(whenEnv{}), expr.AsBool(), expr.MaxNodes(MaxWhenNodes),
-		expr.Function(stopCheck, checkStop), expr.Patch(&nilSafe{cond: c}), expr.Patch(loopCheck{}))
+	opts := []expr.Option{expr.Env(whenEnv{}), expr.MaxNodes(MaxWhenNodes),
+		expr.Function(stopCheck, checkStop), expr.Patch(&nilSafe{cond: c}), expr.Patch(loopCheck{})}
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	prog, err := expr.Compile(src, opts...)
 	if err != nil {
 		// expr appends a snippet with a caret on more lines; keep the
 		// first line (message and position) so the error stays one line.

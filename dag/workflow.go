@@ -47,7 +47,8 @@ type Step struct {
 
 	workflow string
 	cond     *condition
-	reads    []string // see Reads
+	reads    []string        // see Reads
+	http     *HTTPDefinition // an HTTP step's, when built from a stored definition
 }
 
 // Name returns the workflow's name.

@@ -45,11 +45,27 @@ var (
 //	    handler: order.points
 //	    after: [reserve]        # or needs: [...]; a single name works too
 //	    when: input.total >= 100
+//	  - name: charge            # a built-in HTTP call: no handler, no Go code
+//	    kind: http
+//	    url: https://pay.example/charges   # required
+//	    method: POST            # default POST with a body, GET without
+//	    headers: {Authorization: "Bearer ${env:PAY_TOKEN}"}
+//	    headers_from_env: {X-Api-Key: PAY_KEY}
+//	    body: '{"order": input.order_id, "stock": steps.reserve.output}'
+//	    max_response_bytes: 1048576
+//	    max_retry_after: 5m
+//	    needs: [reserve]        # the body may read only its dependencies
 //
 // Durations are Go duration strings ("1m30s"). The meaning is the one of
 // the Go options (After, Needs, Retry, Timeout, Compensate, When, Queue);
 // omitted fields inherit the same way; `on` is [OnEvent] with [Filter]. One difference: an explicit
 // `jitter: 0` means no jitter (in Go a zero Jitter inherits; see NoJitter).
+//
+// A `kind: http` step runs a *[steps.HTTP] (see there for how the
+// response decides the outcome); its body is an expr expression over
+// input and steps.<name>.output, as a `when` sees them, whose value is
+// sent as JSON. Its stored definition records the kind, url, method and
+// header names, never a header's value.
 //
 // Unknown fields, wrong types and unknown handlers are errors; so is every
 // validation error of [Builder.Build]. Each is a *[YAMLError] with the
@@ -339,8 +355,10 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		h    steps.Handler
 		opts []StepOption
 		ok   = true
+		hs   httpStep
+		deps []string
 	)
-	known := []string{"name", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue"}
+	known := append([]string{"name", "kind", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue"}, httpFields...)
 	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
@@ -348,12 +366,19 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		switch key {
 		case "name":
 			d.name, _ = l.Str(v, f)
+		case "kind":
+			hs.kind, _ = l.Str(v, f)
+			hs.kindNode = v
 		case "handler":
 			h = l.handler(v, f)
 		case "after":
-			opts = append(opts, After(l.names(v, f)...))
+			names := l.names(v, f)
+			deps = append(deps, names...)
+			opts = append(opts, After(names...))
 		case "needs":
-			opts = append(opts, Needs(l.names(v, f)...))
+			names := l.names(v, f)
+			deps = append(deps, names...)
+			opts = append(opts, Needs(names...))
 		case "when":
 			if s, ok := l.Str(v, f); ok {
 				opts = append(opts, When(s))
@@ -370,19 +395,30 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 			if q, ok := l.Str(v, f); ok {
 				opts = append(opts, Queue(q))
 			}
+		default: // the fields of kind: http
+			l.httpField(&hs, key, f, v)
 		}
 		if l.Problems() > before {
 			ok = false
 		}
 	})
-	for _, req := range []string{"name", "handler"} {
-		if d.fields[req] == nil {
-			l.Fail(n, path+"."+req, fmt.Errorf("%w: every step needs a %s", ErrMissingField, req))
-			ok = false
-		}
+	if d.fields["name"] == nil {
+		l.Fail(n, path+".name", fmt.Errorf("%w: every step needs a name", ErrMissingField))
+		ok = false
+	}
+	if d.fields["handler"] == nil && hs.kindNode == nil {
+		l.Fail(n, path+".handler", fmt.Errorf("%w: every step needs a handler (or kind: http)", ErrMissingField))
+		ok = false
 	}
 	if !ok {
 		return d, false
+	}
+	hh, valid := l.httpHandler(&hs, d, deps, d.fields["handler"])
+	if !valid {
+		return d, false
+	}
+	if hh != nil {
+		h = hh
 	}
 	b.Step(d.name, h, opts...)
 	return d, true

@@ -10,6 +10,11 @@
 // attempt. A panic inside a handler is recovered by [Call] and reported as a
 // *[PanicError]; it counts as an ordinary failed attempt.
 //
+// [HTTP] is the built-in step that calls an HTTP endpoint (`kind: http`
+// in YAML): it sends the step's idempotency key on every attempt and maps
+// the response's status to a success, a retry (honouring Retry-After) or a
+// permanent failure.
+//
 // A [Registry] names handlers so that workflows declared in YAML can refer to
 // them. The package imports only the standard library: the engine, the dag
 // model and user code all depend on it, and it depends on none of them.

@@ -4,6 +4,7 @@
 //	                                     (miniredis + SQLite): an order every second until Ctrl-C
 //	dagflow dev --once                   a batch of orders, every step printed; exits when all are finished
 //	dagflow serve                        an engine node with the HTTP API, until SIGINT/SIGTERM
+//	                                     (--workflows DIR: YAML workflows too, kind: http steps without Go code)
 //	dagflow worker                       an engine node on Redis + MySQL, until SIGINT/SIGTERM
 //	dagflow migrate                      apply the schema migrations to a MySQL database
 //	dagflow workflows [list]             the workflows whose definitions are stored

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,9 @@ type workerFlags struct {
 	metricsListen string
 	// otlpEndpoint exports traces there (cmd/dagflow/tracing.go).
 	otlpEndpoint string
+	// workflowsDir holds YAML workflows registered beside the built-in
+	// ones: kind: http steps need no Go code.
+	workflowsDir string
 }
 
 // newWorkerCmd runs one engine node (workers and reconciler) with the
@@ -75,6 +79,7 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
 	fs.StringVar(&w.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port, without authentication: an address only monitoring reaches")
 	fs.StringVar(&w.otlpEndpoint, "otlp-endpoint", "", otlpEndpointHelp)
+	fs.StringVar(&w.workflowsDir, "workflows", "", "directory of YAML workflows (*.yaml, *.yml) to register beside the built-in ones; their kind: http steps need no Go code")
 }
 
 func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
@@ -138,6 +143,13 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 		if wfs, err = dag.LoadFS(workflows.FS, reg); err != nil {
 			return nil, err
 		}
+		if w.workflowsDir != "" {
+			more, err := loadWorkflowsDir(w.workflowsDir, reg, wfs)
+			if err != nil {
+				return nil, err
+			}
+			wfs = append(wfs, more...)
+		}
 		if queuesGiven {
 			left, err := chooseQueues(w.queues, wfs)
 			if err != nil {
@@ -180,6 +192,32 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 		queues = sortedKeys(queueSteps(wfs))
 	}
 	return &node{e: e, queues: queues, close: closeAll}, nil
+}
+
+// loadWorkflowsDir loads the YAML workflows of --workflows dir with the
+// handlers of reg (kind: http steps need none); a workflow of the same
+// name as one of builtin is refused.
+func loadWorkflowsDir(dir string, reg *steps.Registry, builtin []*dag.Workflow) ([]*dag.Workflow, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--workflows: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("--workflows %s: not a directory", dir)
+	}
+	wfs, err := dag.LoadDir(dir, reg)
+	if err != nil {
+		return nil, fmt.Errorf("--workflows %s: %w", dir, err)
+	}
+	if len(wfs) == 0 {
+		return nil, fmt.Errorf("--workflows %s: no *.yaml or *.yml file", dir)
+	}
+	for _, w := range wfs {
+		for _, b := range builtin {
+			if b.Name() == w.Name() {
+				return nil, fmt.Errorf("--workflows %s: workflow %q is a built-in workflow: give it another name", dir, w.Name())
+			}
+		}
+	}
+	return wfs, nil
 }
 
 // queueSteps maps each queue of wfs to its steps, "workflow/step".
