@@ -50,6 +50,11 @@ import (
 // carries dagflow.previous_attempt only, and sits beside it under the
 // trigger span.
 //
+// Sampling: a span the sampler does not record costs its ids only. An
+// attempt's attributes and links are made when its span ends, and only
+// if it is recorded; a commit span links the recorded attempts, and is
+// not made for a transaction that records none.
+//
 // With a nil TracerProvider e.tracer is nil and every helper returns at
 // once: tracing costs a nil check.
 
