@@ -74,6 +74,33 @@ func BenchmarkTracedAttempt(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
+// BenchmarkTracedAttemptUnsampled is what tracing adds to an attempt of
+// a run whose trace the sampler dropped (its stored traceparent says not
+// sampled, and the provider's sampler is the parent-based one): under a
+// ratio sampler, most attempts cost this, not BenchmarkTracedAttempt.
+func BenchmarkTracedAttemptUnsampled(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))))
+	b.Cleanup(func() { tp.Shutdown(context.Background()) })
+	t := newTracer(tp, "node-1")
+	res := benchClaim()
+	res.Run.Metadata[MetadataTraceparent] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	const taskID = "01a23413-3e4d-7ebe-b800-de2b31aafb40/charge/1"
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		actx, _ := t.startAttempt(ctx, res, taskID, false)
+		t.outcome(actx, "succeeded", nil)
+		if sc := t.attemptSpan(actx); sc.IsValid() {
+			b.Fatal("an unsampled attempt offered its span to the commit")
+		}
+		t.endAttempt(actx)
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
 // processCPU is the CPU time the process used so far (user and system).
 func processCPU() time.Duration {
 	var ru syscall.Rusage
