@@ -51,8 +51,10 @@ func (e *Engine) runClaimed(ctx context.Context, ex *execution, res persistence.
 func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.StepClaimResult, traceAttrs []slog.Attr) bool {
 	ref := taskRef{RunID: ex.runID, Step: ex.step}
 	e.stats.stepsStarted.Add(1)
-	log := withLazy(e.log, append([]slog.Attr{slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
-		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt)}, traceAttrs...)...)
+	// One array for the step's attributes and the trace's.
+	attrs := append(make([]slog.Attr, 0, 4+len(traceAttrs)), slog.String("run_id", ref.RunID), slog.String("workflow", res.Run.Workflow),
+		slog.String("step", ref.Step), slog.Int("attempt", res.Step.Attempt))
+	log := withLazy(e.log, append(attrs, traceAttrs...)...)
 	w, err := e.planFor(ctx, res.Run)
 	if err != nil {
 		// The run's plan is unknown for now: run nothing rather than

@@ -50,6 +50,11 @@ import (
 // carries dagflow.previous_attempt only, and sits beside it under the
 // trigger span.
 //
+// Sampling: a span the sampler does not record costs its ids only. An
+// attempt's attributes and links are made when its span ends, and only
+// if it is recorded; a commit span links the recorded attempts, and is
+// not made for a transaction that records none.
+//
 // With a nil TracerProvider e.tracer is nil and every helper returns at
 // once: tracing costs a nil check.
 
@@ -126,10 +131,6 @@ func (t *tracer) stepSpan(workflow, step, queue string, compensation bool) *step
 	}
 	ss := &stepSpan{
 		name: verb + workflow + "/" + step,
-		// Nine: with an attempt's three, the SDK's attribute array of a
-		// first attempt, rounded up by the allocator, has room for the
-		// outcome set at the end, which otherwise copies the array
-		// (TestTracedAttemptAllocations notices a change).
 		attrs: []attribute.KeyValue{
 			attrSystem, attrProcess, semconv.MessagingOperationName(op), semconv.MessagingDestinationName(queue),
 			keyWorkflow.String(workflow), keyStep.String(step), keyQueue.String(queue),
@@ -158,8 +159,13 @@ var attrBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// consumerKind is the attempt spans' kind option, made once.
-var consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
+// consumerKind is the attempt spans' kind option, made once, and
+// consumerStart the options of an attempt span's start: a slice made
+// once rather than one per call.
+var (
+	consumerKind  = trace.WithSpanKind(trace.SpanKindConsumer)
+	consumerStart = []trace.SpanStartOption{consumerKind}
+)
 
 var (
 	attrSystem  = semconv.MessagingSystemKey.String("dagflow")
@@ -233,14 +239,21 @@ func userMetadata(md map[string]string) map[string]string {
 	if !tp && !ts {
 		return md
 	}
-	out := make(map[string]string, len(md))
+	n := len(md)
+	if tp {
+		n--
+	}
+	if ts {
+		n--
+	}
+	if n == 0 {
+		return nil // a traced run without metadata of its own: no copy
+	}
+	out := make(map[string]string, n)
 	for k, v := range md {
 		if k != MetadataTraceparent && k != MetadataTracestate {
 			out[k] = v
 		}
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return out
 }
@@ -254,14 +267,14 @@ type attemptTrace struct {
 	parent  trace.SpanContext // the run's: the trigger span's
 	runID   string
 	taskID  string
+	attempt int
 	outcome string
 	// commit is the span of the completion transaction that recorded
 	// (or last tried to record) the outcome.
 	commit trace.SpanContext
-	// logAttrs are the attributes of the attempt's logger; end holds the
-	// outcome attribute: kept here, they cost no allocation of their own.
+	// logAttrs are the attributes of the attempt's logger: kept here,
+	// they cost no allocation of their own.
 	logAttrs [2]slog.Attr
-	end      [1]attribute.KeyValue
 }
 
 type attemptKey struct{}
@@ -277,6 +290,13 @@ func (at *attemptTrace) Value(key any) any {
 // startAttempt starts the span of a claimed attempt, child of the run's
 // trigger span, and returns the attempt's context and the attributes to
 // add to its logger: the trace and span ids.
+//
+// The span starts with its name and kind only: its attributes are set
+// once, when it ends (endAttempt), and only if the sampler records it.
+// One SetAttributes of all of them makes the SDK copy them once into an
+// array of the right size, where attributes given at the start are
+// copied into the start's config, then into the span, then grown for
+// the outcome; and a span the sampler drops costs no attribute at all.
 func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResult, taskID string, compensation bool) (context.Context, []slog.Attr) {
 	if t == nil {
 		return ctx, nil
@@ -286,32 +306,22 @@ func (t *tracer) startAttempt(ctx context.Context, res persistence.StepClaimResu
 		attempt = res.Step.CompAttempt
 	}
 	ss := t.stepSpan(res.Run.Workflow, res.Step.Step, res.Step.Queue, compensation)
-	at := &attemptTrace{step: ss, parent: t.runParent(res.Run.Metadata), runID: res.Step.RunID, taskID: taskID}
-	// The span's start copies the attributes: the buffer is reused.
-	buf := attrBufs.Get().(*[]attribute.KeyValue)
-	defer attrBufs.Put(buf)
-	attrs := append(append((*buf)[:0], ss.attrs...), semconv.MessagingMessageID(taskID), keyRunID.String(res.Step.RunID), keyAttempt.Int(attempt))
-	var link *trace.Link
+	at := &attemptTrace{step: ss, parent: t.runParent(res.Run.Metadata), runID: res.Step.RunID, taskID: taskID, attempt: attempt}
+	// The handler's context: the engine's (its cancellation) with the
+	// span, the one the SDK returns, over the run's parent.
+	at.Context, at.span = t.t.Start(trace.ContextWithRemoteSpanContext(ctx, at.parent), ss.name, consumerStart...)
 	if attempt > 1 {
-		attrs = append(attrs, keyPrevAttempt.Int(attempt-1))
+		// The failed attempt's span context is taken out whether or not
+		// this one is recorded: the map only holds what a retry may read.
 		prev := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Compensation: compensation, Attempt: attempt - 1}.String()
 		t.mu.Lock()
 		sc, ok := t.prev[prev]
 		delete(t.prev, prev)
 		t.mu.Unlock()
-		if ok {
-			link = &trace.Link{Attributes: []attribute.KeyValue{keyPrevAttempt.Int(attempt - 1)}, SpanContext: sc}
+		if ok && at.span.IsRecording() {
+			at.span.AddLink(trace.Link{Attributes: []attribute.KeyValue{keyPrevAttempt.Int(attempt - 1)}, SpanContext: sc})
 		}
 	}
-	pctx := trace.ContextWithRemoteSpanContext(context.Background(), at.parent)
-	if link != nil {
-		_, at.span = t.t.Start(pctx, ss.name, consumerKind, trace.WithAttributes(attrs...), trace.WithLinks(*link))
-	} else {
-		_, at.span = t.t.Start(pctx, ss.name, consumerKind, trace.WithAttributes(attrs...))
-	}
-	*buf = attrs[:0]
-	// The handler's context: the engine's (its cancellation) with the span.
-	at.Context = trace.ContextWithSpan(ctx, at.span)
 	if !at.span.SpanContext().IsValid() {
 		return at, nil
 	}
@@ -442,8 +452,8 @@ func (t *tracer) retried(ctx context.Context, taskID string) {
 		return
 	}
 	at := attemptOf(ctx)
-	if at == nil {
-		return
+	if at == nil || !at.span.IsRecording() {
+		return // a span the sampler dropped is not linked to
 	}
 	t.mu.Lock()
 	if len(t.prev) >= maxPrevSpans {
@@ -453,9 +463,10 @@ func (t *tracer) retried(ctx context.Context, taskID string) {
 	t.mu.Unlock()
 }
 
-// endAttempt ends the attempt span of ctx. An attempt that recorded no
-// outcome ends as "released": Stop handed it back, or the store could
-// not be reached and it is tried again.
+// endAttempt ends the attempt span of ctx, with its attributes (see
+// startAttempt). An attempt that recorded no outcome ends as "released":
+// Stop handed it back, or the store could not be reached and it is
+// tried again.
 func (t *tracer) endAttempt(ctx context.Context) {
 	if t == nil {
 		return
@@ -464,14 +475,27 @@ func (t *tracer) endAttempt(ctx context.Context) {
 	if at == nil {
 		return
 	}
+	if !at.span.IsRecording() {
+		at.span.End()
+		return
+	}
 	if at.outcome == "" {
 		at.outcome = "released"
 	}
 	if at.commit.IsValid() {
 		at.span.AddLink(trace.Link{SpanContext: at.commit})
 	}
-	at.end[0] = keyOutcome.String(at.outcome)
-	at.span.SetAttributes(at.end[:]...)
+	// SetAttributes copies them: the buffer is reused.
+	buf := attrBufs.Get().(*[]attribute.KeyValue)
+	attrs := append(append((*buf)[:0], at.step.attrs...),
+		semconv.MessagingMessageID(at.taskID), keyRunID.String(at.runID), keyAttempt.Int(at.attempt), keyOutcome.String(at.outcome))
+	if at.attempt > 1 {
+		attrs = append(attrs, keyPrevAttempt.Int(at.attempt-1))
+	}
+	at.span.SetAttributes(attrs...)
+	clear(attrs) // the pool keeps no strings alive
+	*buf = attrs[:0]
+	attrBufs.Put(buf)
 	at.span.End()
 }
 
@@ -508,26 +532,37 @@ func (t *tracer) lost(ctx context.Context, a persistence.Attempt, now time.Time)
 }
 
 // attemptSpan returns the span context of the attempt in ctx, for the
-// commit of its outcome; the zero one without tracing.
+// commit of its outcome; the zero one without tracing, or when the
+// sampler does not record the attempt.
 func (t *tracer) attemptSpan(ctx context.Context) trace.SpanContext {
 	if t == nil {
 		return trace.SpanContext{}
 	}
-	if at := attemptOf(ctx); at != nil {
+	if at := attemptOf(ctx); at != nil && at.span.IsRecording() {
 		return at.span.SpanContext()
 	}
 	return trace.SpanContext{}
 }
 
 // startBatch starts the span of one completion transaction, linked to
-// the attempts whose outcomes it records (the SDK keeps up to its
-// SpanLimits.LinkCountLimit, 128 by default, and counts the rest as
-// dropped); nil without tracing.
+// the recorded attempts whose outcomes it records (the SDK keeps up to
+// its SpanLimits.LinkCountLimit, 128 by default, and counts the rest as
+// dropped); nil without tracing, and when the sampler recorded none of
+// them: the span would describe attempts no trace holds.
 func (t *tracer) startBatch(batch []*completion) trace.Span {
 	if t == nil {
 		return nil
 	}
-	links := make([]trace.Link, 0, len(batch))
+	n := 0
+	for _, c := range batch {
+		if c.span.IsValid() {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	links := make([]trace.Link, 0, n)
 	for _, c := range batch {
 		if c.span.IsValid() {
 			links = append(links, trace.Link{SpanContext: c.span})
@@ -556,7 +591,8 @@ func (t *tracer) endBatch(span trace.Span, claimed int, err error) {
 // committed notes the span of the transaction that recorded the outcome
 // of the attempt in ctx; endAttempt links the attempt to it.
 func (t *tracer) committed(ctx context.Context, commit trace.SpanContext) {
-	if t == nil || !commit.IsValid() {
+	// A commit span the sampler dropped is not linked to.
+	if t == nil || !commit.IsValid() || !commit.IsSampled() {
 		return
 	}
 	if at := attemptOf(ctx); at != nil {

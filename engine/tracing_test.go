@@ -470,3 +470,95 @@ func TestTracingTriggerTx(t *testing.T) {
 		t.Errorf("untraced run's metadata %v (%v), want none", r.Metadata, err)
 	}
 }
+
+// TestTracingSampledOut: a run whose trace the sampler drops (here its
+// caller's span is not sampled, and the sampler is parent-based) records
+// no span, while its handlers still see the trace's ids; a commit span
+// links only to recorded attempts, and a sampled run beside it is traced
+// in full, attributes and outcome included.
+func TestTracingSampledOut(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	defer tp.Shutdown(context.Background())
+	var seen sync.Map // run id + step -> the handler's span context
+	h := steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		seen.Store(sc.RunID+"/"+sc.Step, trace.SpanContextFromContext(ctx))
+		return nil, nil
+	})
+	wf, err := dag.New("sampled").Step("a", h).Step("b", h, dag.After("a")).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := enginetest.New(t, enginetest.Options{Clock: engine.SystemClock, Workflows: []*dag.Workflow{wf},
+		Configure: func(c *engine.Config) { c.TracerProvider = tp }})
+	dropped := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+		SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}, Remote: true,
+	})
+	var unsampled, sampled []string
+	for range 5 {
+		id, err := env.Engine.Trigger(trace.ContextWithRemoteSpanContext(context.Background(), dropped), "sampled", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unsampled = append(unsampled, id)
+		sampled = append(sampled, env.Trigger(t, "sampled", nil))
+	}
+	for _, id := range append(append([]string{}, unsampled...), sampled...) {
+		env.AssertRun(t, env.WaitTimeout(t, id, 20*time.Second), persistence.RunSucceeded)
+	}
+	var spans []sdktrace.ReadOnlySpan
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		spans = exp.GetSpans().Snapshots()
+		n := 0
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name(), "dagflow.step ") {
+				n++
+			}
+		}
+		return n == 2*len(sampled)
+	}, "want the sampled runs' step spans")
+	recorded := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		recorded[s.SpanContext().SpanID()] = true
+		if s.SpanContext().TraceID() == dropped.TraceID() {
+			t.Errorf("span %s of the dropped trace was recorded", s.Name())
+		}
+	}
+	commits := 0
+	for _, s := range spans {
+		switch {
+		case s.Name() == "dagflow.commit":
+			commits++
+			for _, l := range s.Links() {
+				if !recorded[l.SpanContext.SpanID()] {
+					t.Errorf("commit span links to %s, which no recorded span is", l.SpanContext.SpanID())
+				}
+			}
+		case strings.HasPrefix(s.Name(), "dagflow.step "):
+			if got := spanString(s, "dagflow.outcome"); got != "succeeded" {
+				t.Errorf("%s: outcome %q, want succeeded", s.Name(), got)
+			}
+			for _, k := range []string{"dagflow.run_id", "dagflow.step", "dagflow.attempt", "dagflow.queue", "dagflow.node",
+				"messaging.system", "messaging.operation.type", "messaging.destination.name", "messaging.message.id"} {
+				if _, ok := spanAttr(s, k); !ok {
+					t.Errorf("%s: no %s attribute", s.Name(), k)
+				}
+			}
+			if links := s.Links(); len(links) != 1 || !recorded[links[0].SpanContext.SpanID()] {
+				t.Errorf("%s links %+v, want one, to its recorded commit span", s.Name(), links)
+			}
+		}
+	}
+	if commits == 0 {
+		t.Error("no commit span recorded")
+	}
+	for _, id := range unsampled {
+		for _, step := range []string{"a", "b"} {
+			v, _ := seen.Load(id + "/" + step)
+			if sc, _ := v.(trace.SpanContext); sc.TraceID() != dropped.TraceID() || sc.IsSampled() {
+				t.Errorf("run %s step %s: handler's span context %v, want one of the dropped trace, not sampled", id, step, sc)
+			}
+		}
+	}
+}

@@ -296,3 +296,25 @@ func TestReadyAt(t *testing.T) {
 		t.Error("ready after a step the bench does not record")
 	}
 }
+
+// TestTraceSampler: the report names the sampler the SDK took from the
+// environment, as a production node's does, so that a traced
+// measurement says what share of the spans it recorded.
+func TestTraceSampler(t *testing.T) {
+	for _, tc := range []struct {
+		sampler, arg string
+		tracing      bool
+		want         string
+	}{
+		{"", "", false, ""},
+		{"parentbased_traceidratio", "0.1", false, ""},
+		{"", "", true, "parentbased_always_on"},
+		{"  ParentBased_TraceIDRatio ", " 0.1", true, "parentbased_traceidratio:0.1"},
+		{"always_off", "", true, "always_off"},
+	} {
+		env := map[string]string{"OTEL_TRACES_SAMPLER": tc.sampler, "OTEL_TRACES_SAMPLER_ARG": tc.arg}
+		if got := traceSampler(tc.tracing, func(k string) string { return env[k] }); got != tc.want {
+			t.Errorf("tracing %v, sampler %q arg %q: got %q, want %q", tc.tracing, tc.sampler, tc.arg, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"runtime"
 	"runtime/debug"
@@ -41,6 +42,11 @@ type Result struct {
 	Metrics bool `json:"metrics"`
 	// Tracing: the engine made spans (see Config.Tracing).
 	Tracing bool `json:"tracing"`
+	// TraceSampler is, with Tracing, the sampler the SDK took from
+	// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as a production
+	// node's does ("parentbased_traceidratio:0.1"; "parentbased_always_on"
+	// when unset); "" without tracing.
+	TraceSampler string `json:"trace_sampler"`
 
 	HistorySeedSeconds *float64 `json:"history_seed_seconds"`
 	// HistorySettleSeconds is how long the server took, after the seed,
@@ -140,6 +146,7 @@ func newResult(cfg Config, env *environment) *Result {
 		Backend: env.backend, Servers: env.servers, Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), Runs: cfg.Runs, Warmup: cfg.Warmup, Workers: cfg.Workers,
 		Triggers: cfg.Triggers, History: cfg.History, Metrics: cfg.Metrics, Tracing: cfg.Tracing, Database: env.database, RedisPrefix: env.prefix,
+		TraceSampler: traceSampler(cfg.Tracing, os.Getenv),
 	}
 	r.Commit, r.CommitSource = buildCommit()
 	return r
@@ -432,4 +439,21 @@ func topCommands(m map[string]float64, n int) string {
 		parts[i] = fmt.Sprintf("%s %.2f", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// traceSampler names the sampler of the bench's TracerProvider, which,
+// as a production node's, the SDK reads from the environment; "" without
+// tracing.
+func traceSampler(tracing bool, getenv func(string) string) string {
+	if !tracing {
+		return ""
+	}
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	if name == "" {
+		return "parentbased_always_on"
+	}
+	if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+		return name + ":" + arg
+	}
+	return name
 }
