@@ -167,6 +167,10 @@ type Config struct {
 	// than NodeHeartbeat. Default three heartbeats (15s with the default
 	// NodeHeartbeat: NodeAliveWithin).
 	NodeTimeout time.Duration
+	// Retention deletes finished runs older than Retention.Keep (default
+	// 30 days) in small batches, one node at a time (retention.go).
+	// Retention.Keep negative disables it on this node.
+	Retention Retention
 }
 
 // Defaults of the Config fields left zero. Two defaults are computed
@@ -277,6 +281,7 @@ func (c Config) withDefaults() Config {
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = 3 * c.NodeHeartbeat
 	}
+	c.Retention = c.Retention.withDefaults()
 	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
 		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
 	}
@@ -338,6 +343,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("engine: Config.%s %v is under %v (a missing unit?)", iv.name, iv.d, minInterval))
 		}
 	}
+	errs = append(errs, c.Retention.validate()...)
 	return errors.Join(append(errs, c.validateNames()...)...)
 }
 

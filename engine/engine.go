@@ -327,6 +327,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.wg.Add(1)
 	go e.nodeLoop(started)
+	if e.cfg.Retention.Keep > 0 {
+		e.wg.Add(1)
+		go e.retentionLoop()
+	}
 	e.startScheduler()
 	e.log.Info("engine started", "concurrency", e.cfg.Concurrency, "queues", e.queueNames())
 	return nil

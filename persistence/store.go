@@ -48,10 +48,17 @@ type Store interface {
 	// when its PendingDeps is 0). It returns the steps it queued. A run
 	// that is not failed gives *TransitionError.
 	RunReopen(ctx context.Context, p RunReopenParams) ([]StepRun, error)
-	// RunDeleteFinished deletes up to p.Limit terminal runs (with their
-	// steps and attempts) that finished before p.Before, returning how many
-	// runs were deleted. Call it repeatedly to delete more.
-	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (int, error)
+	// RunDeleteFinished deletes one batch of the runs that finished
+	// before p.Before, oldest first, in one short transaction: it reads up
+	// to p.Limit finished runs after p.Cursor and deletes those without a
+	// dead step, with everything kept by run (steps, attempts, the
+	// event_runs links and the events left without runs, the schedule
+	// ticks that started them). A run with a dead step (dead-lettered,
+	// waiting for an operator to retry or discard it) is kept and
+	// counted. Pass the result's NextCursor to the next call until it is
+	// empty. With p.DryRun nothing is deleted and the result counts what
+	// would be.
+	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (RunDeleteFinishedResult, error)
 
 	// StepList returns every step of a run, in creation (declaration) order.
 	StepList(ctx context.Context, runID string) ([]StepRun, error)
@@ -219,6 +226,15 @@ type Store interface {
 	// NodeList lists the nodes whose last heartbeat is at or after
 	// p.AliveSince, by id.
 	NodeList(ctx context.Context, p NodeListParams) ([]Node, error)
+	// LeaseAcquire takes the named lease for p.Holder until p.Until, or
+	// extends it, when it is free (never taken, or expired before p.Now)
+	// or already p.Holder's; it reports whether p.Holder holds it now.
+	// One row, one conditional write: of concurrent callers at most one
+	// gets a free lease.
+	LeaseAcquire(ctx context.Context, p LeaseParams) (bool, error)
+	// LeaseRelease frees the named lease if p.Holder holds it; a lease
+	// held by another is left alone.
+	LeaseRelease(ctx context.Context, p LeaseParams) error
 	// NodeDeleteStale deletes the nodes whose last heartbeat is before
 	// before, returning how many were deleted.
 	NodeDeleteStale(ctx context.Context, before time.Time) (int, error)
@@ -499,8 +515,43 @@ type NodeListParams struct {
 
 // RunDeleteFinishedParams are the arguments of Store.RunDeleteFinished.
 type RunDeleteFinishedParams struct {
+	// Before: runs that finished at or after it are not read.
 	Before time.Time
-	Limit  int // default 1000
+	// Limit bounds the finished runs one call reads (and so deletes):
+	// default 1000, at most 10000.
+	Limit int
+	// Cursor continues after the runs a previous call read (its
+	// NextCursor); empty starts at the oldest finished run.
+	Cursor string
+	// DryRun deletes nothing: the result counts what would be deleted.
+	DryRun bool
+}
+
+// RunDeleteFinishedResult is what Store.RunDeleteFinished did (or, with
+// DryRun, would do).
+type RunDeleteFinishedResult struct {
+	// RunIDs are the runs deleted, oldest finish first.
+	RunIDs []string
+	// Kept counts the runs read and kept because they have a dead step.
+	Kept int
+	// Rows deleted with the runs, by table.
+	Steps, Attempts, EventLinks, Events, ScheduleTicks int
+	// NextCursor continues the sweep; empty when the call read every
+	// remaining run that finished before Before.
+	NextCursor string
+}
+
+// LeaseParams are the arguments of Store.LeaseAcquire and
+// Store.LeaseRelease.
+type LeaseParams struct {
+	// Name names the lease: 1-64 of [A-Za-z0-9_-].
+	Name string
+	// Holder is who takes it (a node id): 1-128 printable bytes.
+	Holder string
+	// Until is when the lease ends unless extended (LeaseAcquire).
+	Until time.Time
+	// Now is the caller's clock: a lease whose end is before it is free.
+	Now time.Time
 }
 
 // StepClaimParams are the arguments of Store.StepClaim.

@@ -60,7 +60,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 	}
 	runs := withBackends(&cobra.Command{
 		Use:   "runs",
-		Short: "list runs (newest first), or show one: runs [list|show RUN_ID]",
+		Short: "list runs (newest first), show one, or delete old ones: runs [list|show RUN_ID|purge --before DATE]",
 		Args:  noArgs,
 		RunE:  list,
 	}, &b, sec)
@@ -90,7 +90,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 			defer closeAll()
 			return showRun(cmd.Context(), e, args[0], cmd.OutOrStdout())
 		},
-	}, &sb, sec))
+	}, &sb, sec), newPurgeCmd(sec))
 	return runs
 }
 

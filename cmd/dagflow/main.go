@@ -12,6 +12,7 @@
 //	dagflow trigger WORKFLOW             start a run (--input JSON|@FILE, --key K) and print its id
 //	dagflow runs [list]                  list runs, newest first
 //	dagflow runs show RUN_ID             a run with its steps and history
+//	dagflow runs purge --before DATE     delete runs finished before DATE (--dry-run: count only)
 //	dagflow dlq [list]                   the dead-letter queue
 //	dagflow dlq retry|discard RUN_ID STEP
 //	dagflow schedules [list]             the schedules, their next fire time and last tick

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -123,6 +124,8 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 		}
 	}
 
+	// Every run of the history finished before this.
+	historyEnd := time.Now()
 	first := 0
 	if cfg.History > 0 && cfg.HistoryDB != "" {
 		// A kept database tops its history up: the runs it holds count.
@@ -184,6 +187,9 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 	ecfg := engine.Config{
 		Store: b.env.store, Redis: b.env.rdb, Prefix: b.env.prefix + ":m", Concurrency: cfg.Workers,
 		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		// No retention loop: -purge sweeps when asked, and a run without
+		// it measures the engine without.
+		Retention: engine.Retention{Keep: -1},
 	}
 	if cfg.Metrics {
 		ecfg.Registerer = prometheus.NewRegistry()
@@ -254,7 +260,30 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 			return nil, fmt.Errorf("-cpuprofile: %w", err)
 		}
 	}
+	type purged struct {
+		res engine.PurgeResult
+		err error
+	}
+	var purgeDone chan purged
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	defer stopPurge()
+	if cfg.Purge {
+		purgeDone = make(chan purged, 1)
+		go func() {
+			r, err := e.Purge(purgeCtx, engine.PurgeParams{Before: historyEnd})
+			purgeDone <- purged{r, err}
+		}()
+	}
 	full, err := b.closedLoop(ctx, cfg.Runs)
+	if purgeDone != nil {
+		stopPurge()
+		p := <-purgeDone
+		if p.err != nil && !errors.Is(p.err, context.Canceled) {
+			return nil, fmt.Errorf("-purge: %w", p.err)
+		}
+		res.PurgedRuns, res.PurgeBatches = &p.res.Runs, &p.res.Batches
+		b.progress("  purged %d runs in %d batches during the full load", p.res.Runs, p.res.Batches)
+	}
 	if profFile != nil {
 		pprof.StopCPUProfile()
 		if cerr := profFile.Close(); cerr != nil && err == nil {

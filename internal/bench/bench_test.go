@@ -272,6 +272,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--rate", "10", "--duration", "10ms"}, "-duration 10ms"},
 		{[]string{"--embedded", "--backlog", "10"}, "-backlog measures a real Redis"},
 		{[]string{"--embedded", "--history", "10"}, "-history pre-fills MySQL"},
+		{[]string{"--purge"}, "-purge deletes the -history runs: it needs -history"},
 	} {
 		var out, errb bytes.Buffer
 		if err := runFlags(context.Background(), tc.args, &out, &errb); err == nil || !strings.Contains(err.Error(), tc.want) {

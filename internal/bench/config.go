@@ -45,6 +45,10 @@ type Config struct {
 	// resumed, not repeated), so a large history is written once and
 	// measured against many times.
 	HistoryDB string
+	// Purge deletes the History runs (engine.Purge, the retention sweep)
+	// while the full-load measurement runs, to measure what retention
+	// costs the hot path.
+	Purge bool
 	// Sample is the runs per measurement read back for the latencies.
 	Sample int
 	// CPUProfile, when set, is a file for a CPU profile of the full load.
@@ -141,6 +145,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Backlog, "backlog", 0, "measure Redis memory per queued step with this many steps waiting (workers off); 0: skip (the issue's figure is 100000)")
 	fs.IntVar(&c.History, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
 	fs.StringVar(&c.HistoryDB, "history-db", "", "use and keep this MySQL database (created if missing) instead of a temporary one; with -history, top its history up to that many runs, so a large history is seeded once")
+	fs.BoolVar(&c.Purge, "purge", false, "delete the -history runs (the retention sweep, engine.Purge) while the full load runs")
 	fs.IntVar(&c.Sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
 	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
@@ -189,10 +194,16 @@ func (c *Config) Validate() error {
 	if c.History < 0 {
 		errs = append(errs, fmt.Errorf("-history %d: must not be negative", c.History))
 	}
+	if c.Purge && c.History == 0 {
+		errs = append(errs, errors.New("-purge deletes the -history runs: it needs -history"))
+	}
 	if c.History > 0 && c.Embedded {
 		errs = append(errs, errors.New("-history pre-fills MySQL; it cannot be used with -embedded"))
 	}
 	if c.HistoryDB != "" {
+		if c.Purge {
+			errs = append(errs, errors.New("-purge deletes the history that -history-db keeps: use one or the other"))
+		}
 		if c.Embedded {
 			errs = append(errs, errors.New("-history-db names a MySQL database; it cannot be used with -embedded"))
 		}

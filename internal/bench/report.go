@@ -52,6 +52,10 @@ type Result struct {
 	// HistorySettleSeconds is how long the server took, after the seed,
 	// to write the run tables' dirty pages back (the bench waits for it).
 	HistorySettleSeconds *float64 `json:"history_settle_seconds"`
+	// PurgedRuns and PurgeBatches are what -purge deleted while the full
+	// load ran (the sweep is stopped when the full load ends).
+	PurgedRuns   *int `json:"purged_runs,omitempty"`
+	PurgeBatches *int `json:"purge_batches,omitempty"`
 	// ReconcilePassMs is the median time of one reconcile pass
 	// (Engine.Reconcile) with the engine idle, after the history.
 	ReconcilePassMs *float64 `json:"reconcile_pass_ms"`

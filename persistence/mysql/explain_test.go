@@ -44,6 +44,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
+	qs = append(qs, s.RetentionQueries(now)...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
 		for _, r := range rows {
@@ -98,6 +99,10 @@ func rangeOf(name string) string {
 		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
+	case name == "RunDeleteFinished", name == "RunDeleteFinished/cursor":
+		// Retention's batch: finished runs oldest first, after the
+		// previous batch's last.
+		return "idx_runs_finished_id"
 	}
 	return ""
 }
@@ -152,6 +157,15 @@ func TestDefinitionListReadsCurrentVersions(t *testing.T) {
 // order asked for), or "". APIKeyList reads all of its index: every key.
 func indexOf(name string) string {
 	switch {
+	case name == "RunDeleteFinished/dead", name == "RunDeleteFinished/delete-steps", name == "RunDeleteFinished/delete-events",
+		name == "RunDeleteFinished/delete-ticks", name == "RunDeleteFinished/delete-runs", name == "RunDeleteFinished/delete-attempts":
+		// Retention's reads and deletes by key: the batch's runs (the
+		// steps' key starts with run_id), events, schedule ticks.
+		return "PRIMARY"
+	case name == "RunDeleteFinished/event-links", name == "RunDeleteFinished/delete-event-links":
+		return "idx_event_runs_run"
+	case name == "RunDeleteFinished/attempts":
+		return "idx_attempts_run"
 	case strings.HasPrefix(name, "RunListByKey"):
 		return "idx_runs_idempotency_created"
 	case name == "DefinitionList", name == "DefinitionUpsert/current":

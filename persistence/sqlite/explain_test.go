@@ -170,6 +170,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
+	qs = append(qs, s.RetentionQueries(now)...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
@@ -226,6 +227,10 @@ func rangeOf(name string) string {
 		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
+	case name == "RunDeleteFinished", name == "RunDeleteFinished/cursor":
+		// Retention's batch: finished runs oldest first, after the
+		// previous batch's last.
+		return "idx_runs_finished_id"
 	}
 	return ""
 }
@@ -235,6 +240,10 @@ func rangeOf(name string) string {
 // (see the MySQL test of the same name).
 func indexOf(name string) string {
 	switch {
+	case name == "RunDeleteFinished/event-links", name == "RunDeleteFinished/delete-event-links":
+		return "idx_event_runs_run"
+	case name == "RunDeleteFinished/attempts":
+		return "idx_attempts_run"
 	case strings.HasPrefix(name, "RunListByKey"):
 		return "idx_runs_idempotency_created"
 	case name == "DefinitionList", name == "DefinitionUpsert/current":

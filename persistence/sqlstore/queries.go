@@ -44,15 +44,6 @@ func (s *Store) runListDueQueries(p persistence.ListDueParams) []Query {
 	return out
 }
 
-func (s *Store) runDeleteFinishedQuery(p persistence.RunDeleteFinishedParams) Query {
-	// idx_runs_finished (finished_at). Only terminal runs have a
-	// finished_at (RunReopen clears it), so no status filter is needed, and
-	// none gets in the way of reading the index in order.
-	return Query{Name: "RunDeleteFinished", SQL: `SELECT id FROM workflow_runs
-		WHERE finished_at < ? ORDER BY finished_at LIMIT ?`,
-		Args: []any{s.t(norm(p.Before)), clampLimit(p.Limit, 1000, 10000)}}
-}
-
 // The reconciler's step queries read idx_steps_wf_due (status, workflow,
 // due_at, run_id, step) (MySQL migration 00007, SQLite 00006). due_at is
 // a generated column (migration 00003): queued_at for a queued step,
@@ -474,7 +465,6 @@ func (s *Store) IndexedQueries(now time.Time) []Query {
 		qs = append(qs, s.stepListRetryDueQueries(due)...)
 		qs = append(qs, s.stepListLeaseExpiredQueries(due)...)
 	}
-	qs = append(qs, s.runDeleteFinishedQuery(persistence.RunDeleteFinishedParams{Before: now}))
 	cursor := encodeCursor(now, "zzzz")
 	for _, c := range RunListShapes(now.AddDate(-10, 0, 0), now) {
 		for _, cur := range []struct{ suffix, cursor string }{{"", ""}, {"+cursor", cursor}} {

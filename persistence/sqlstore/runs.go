@@ -209,39 +209,3 @@ func (s *Store) RunListDue(ctx context.Context, p persistence.ListDueParams) ([]
 	}
 	return out, nil
 }
-
-// RunDeleteFinished implements persistence.Store. Steps and attempts go
-// with their run.
-func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFinishedParams) (int, error) {
-	qq := s.runDeleteFinishedQuery(p)
-	var n int
-	err := s.write(ctx, func(q querier) error {
-		n = 0
-		var ids []struct {
-			ID string `db:"id"`
-		}
-		if err := s.selectAll(ctx, q, &ids, qq.SQL, qq.Args...); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		args := make([]any, len(ids))
-		for i, r := range ids {
-			args[i] = r.ID
-		}
-		// Children first (the MySQL schema has no foreign keys to
-		// cascade, migration 00004), together in one round trip on MySQL;
-		// the runs last, alone, for the count of those deleted.
-		list := in(len(args))
-		if err := s.execAll(ctx, q,
-			stmt{`DELETE FROM step_attempts WHERE run_id IN (` + list + `)`, args},
-			stmt{`DELETE FROM step_runs WHERE run_id IN (` + list + `)`, args}); err != nil {
-			return err
-		}
-		m, err := s.exec(ctx, q, `DELETE FROM workflow_runs WHERE id IN (`+list+`)`, args...)
-		n = int(m)
-		return err
-	})
-	return n, wrap("run delete finished", err)
-}

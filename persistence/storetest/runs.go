@@ -553,59 +553,6 @@ func (s *suite) testRunTransition(t *testing.T, st persistence.Store) {
 	}
 }
 
-func (s *suite) testRunDeleteFinished(t *testing.T, st persistence.Store) {
-	c := ctx(t)
-	var finished []string
-	for i := range 5 {
-		r := createRun(t, st, "wf", "", "a", "b:a")
-		claim(t, st, r.Run.ID, "a", "f", at(time.Second))
-		if _, err := st.RunTransition(c, persistence.RunTransitionParams{RunID: r.Run.ID, To: persistence.RunFailed, Now: at(time.Duration(i) * time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		finished = append(finished, r.Run.ID)
-	}
-	live := createRun(t, st, "wf", "", "a")
-	late := createRun(t, st, "wf", "", "a")
-	if _, err := st.RunTransition(c, persistence.RunTransitionParams{RunID: late.Run.ID, To: persistence.RunCancelled, Now: at(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-
-	n, err := st.RunDeleteFinished(c, persistence.RunDeleteFinishedParams{Before: at(10 * time.Minute), Limit: 2})
-	if err != nil || n != 2 {
-		t.Fatalf("first batch = %d, %v; want 2", n, err)
-	}
-	for _, id := range finished[:2] {
-		if _, err := st.RunGet(c, id); !errors.Is(err, persistence.ErrRunNotFound) {
-			t.Errorf("oldest finished run %s still there: %v", id, err)
-		}
-		if atts, _ := st.AttemptList(c, id); len(atts) != 0 {
-			t.Errorf("attempts of deleted run %s remain: %v", id, atts)
-		}
-		if _, err := st.StepGet(c, id, "a"); !errors.Is(err, persistence.ErrStepNotFound) {
-			t.Errorf("steps of deleted run %s remain: %v", id, err)
-		}
-	}
-	total := 2
-	for {
-		n, err := st.RunDeleteFinished(c, persistence.RunDeleteFinishedParams{Before: at(10 * time.Minute), Limit: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		total += n
-	}
-	if total != 5 {
-		t.Errorf("deleted %d runs, want 5", total)
-	}
-	for _, id := range []string{live.Run.ID, late.Run.ID} {
-		if _, err := st.RunGet(c, id); err != nil {
-			t.Errorf("run %s should survive: %v", id, err)
-		}
-	}
-}
-
 func (s *suite) testRunCreateTx(t *testing.T, st persistence.Store) {
 	txs, ok := st.(persistence.TxStore)
 	if !ok || s.opts.beginTx == nil {
