@@ -236,6 +236,7 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 		list := in(len(args))
 		if err := s.execAll(ctx, q,
 			stmt{`DELETE FROM step_attempts WHERE run_id IN (` + list + `)`, args},
+			stmt{`DELETE FROM run_actions WHERE run_id IN (` + list + `)`, args},
 			stmt{`DELETE FROM step_runs WHERE run_id IN (` + list + `)`, args}); err != nil {
 			return err
 		}
