@@ -210,7 +210,8 @@ type RunAction struct {
 	Actor  string // an API key's name, "cli", or a name given by a Go caller
 	Action RunActionKind
 	Step   string // the step named by the action, if any
-	// Steps are the steps the action put back to run (retried, rerun or
-	// released), in declaration order.
+	// Steps are the steps the action runs again (dead ones retried,
+	// completed ones rerun), in declaration order; the cancelled steps
+	// that wait for them again are not listed.
 	Steps []string
 }

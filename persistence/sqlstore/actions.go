@@ -146,10 +146,10 @@ func (s *Store) resume(ctx context.Context, runID string, action persistence.Run
 			if err := s.writeReset(ctx, q, r, was); err != nil {
 				return err
 			}
-			if how != skipStep {
+			if how == retryStep || how == rerunStep {
 				steps = append(steps, r.Step)
-				unfinished = true
 			}
+			unfinished = unfinished || how != skipStep
 			if r.Status == string(persistence.StepQueued) {
 				res.Queued = append(res.Queued, r.record())
 			}
@@ -172,11 +172,11 @@ func (s *Store) resume(ctx context.Context, runID string, action persistence.Run
 // writeReset writes a row that resetRow changed, fenced by the status it
 // had when it was locked.
 func (s *Store) writeReset(ctx context.Context, q querier, r *stepRow, was string) error {
-	n, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = ?, pending_deps = ?, comp_attempt = ?, reruns = ?,
-		fence = '', lease_expires_at = NULL, next_attempt_at = NULL, output = ?, error = NULL, queued_at = ?,
+	n, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, attempt = ?, max_attempts = ?, pending_deps = ?, comp_attempt = ?,
+		reruns = ?, fence = '', lease_expires_at = NULL, next_attempt_at = NULL, output = ?, error = NULL, queued_at = ?,
 		started_at = ?, finished_at = ?, claimed_at = NULL, updated_at = ?
 		WHERE run_id = ? AND step = ? AND status = ?`,
-		r.Status, r.Attempt, r.PendingDeps, r.CompAttempt, r.Reruns, nullBytes(r.Output), s.nt(r.QueuedAt),
+		r.Status, r.Attempt, r.MaxAttempts, r.PendingDeps, r.CompAttempt, r.Reruns, nullBytes(r.Output), s.nt(r.QueuedAt),
 		s.nt(r.StartedAt), s.nt(r.FinishedAt), s.t(r.UpdatedAt.T), r.RunID, r.Step, was)
 	if err != nil {
 		return err

@@ -282,8 +282,11 @@ func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunAc
 	switch persistence.RunStatus(runStatus) {
 	case persistence.RunFailed, persistence.RunCompensated:
 	case persistence.RunSucceeded:
-		if action != persistence.ActionRerun {
-			return nil, refuse("run succeeded: only a rerun from a step can run it again")
+		switch action {
+		case persistence.ActionSkip:
+			return nil, refuse("run succeeded: no step is dead")
+		case persistence.ActionRetry:
+			return nil, refuse("run succeeded: nothing failed (a rerun from a step runs it again)")
 		}
 	case persistence.RunCancelled:
 		return nil, refuse("run was cancelled: trigger a new run")
@@ -390,7 +393,11 @@ func resetRow(r *stepRow, how stepReset, output []byte, done func(string) bool, 
 	case retryStep:
 		r.Attempt = 0
 	case rerunStep:
-		r.Attempt, r.CompAttempt, r.Output, r.StartedAt = 0, 0, nil, nullTime{}
+		// A rerun's attempts go on numbering after the completed
+		// execution's (its budget moved along): the history keeps both
+		// apart, whatever the clocks say.
+		r.MaxAttempts += r.Attempt
+		r.CompAttempt, r.Output, r.StartedAt = 0, nil, nullTime{}
 		r.Reruns++
 	}
 	r.FinishedAt = nullTime{}
