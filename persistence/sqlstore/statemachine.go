@@ -279,6 +279,13 @@ func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunAc
 	refuse := func(format string, args ...any) error {
 		return &persistence.RetryRefusedError{RunID: runID, Step: step, Action: action, Reason: fmt.Sprintf(format, args...)}
 	}
+	byName := make(map[string]*stepRow, len(rows))
+	for i := range rows {
+		byName[rows[i].Step] = &rows[i]
+	}
+	if step != "" && byName[step] == nil {
+		return nil, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
 	switch persistence.RunStatus(runStatus) {
 	case persistence.RunFailed, persistence.RunCompensated:
 	case persistence.RunSucceeded:
@@ -293,17 +300,11 @@ func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunAc
 	default:
 		return nil, refuse("run is %s: only a finished run can be retried", runStatus)
 	}
-	byName := make(map[string]*stepRow, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		byName[r.Step] = r
+	for _, r := range rows {
 		switch persistence.StepStatus(r.Status) {
 		case persistence.StepCompensationFailed, persistence.StepCompensating:
 			return nil, refuse("the compensation of step %q failed: what it undid is unknown; resolve it by hand and trigger a new run", r.Step)
 		}
-	}
-	if step != "" && byName[step] == nil {
-		return nil, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
 	}
 	plan := make(map[string]stepReset, len(rows))
 	// What did not end well runs again, or is released.
