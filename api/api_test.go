@@ -289,7 +289,7 @@ func TestCancelAndRetry(t *testing.T) {
 		failed := triggerOrder(t, env, `{"fail":"charge"}`, "")
 		env.waitStatus(t, failed, "failed")
 		env.healed.Store(true)
-		res, err := c.RetryRun(ctx, failed)
+		res, err := c.RetryRun(ctx, failed, client.RetryRequest{})
 		if err != nil || strings.Join(res.Steps, ",") != "charge" || res.Run.ID != failed {
 			t.Fatalf("retry = %+v, %v", res, err)
 		}
@@ -303,7 +303,7 @@ func TestCancelAndRetry(t *testing.T) {
 		if pr.RunID != failed || (pr.Code != api.CodeRetryRefused && pr.Code != api.CodeConflict) {
 			t.Fatalf("retry of a succeeded run: %+v", pr)
 		}
-		_, err = c.RetryRun(ctx, "0190a0b0-0000-7000-8000-000000000000")
+		_, err = c.RetryRun(ctx, "0190a0b0-0000-7000-8000-000000000000", client.RetryRequest{})
 		problemOf(t, err, 404, api.CodeRunNotFound)
 	})
 }

@@ -112,10 +112,19 @@ func toRunDetail(info engine.RunInfo) client.RunDetail {
 	for i, a := range info.Attempts {
 		atts[i] = toAttempt(a)
 	}
+	acts := make([]client.RunAction, len(info.Actions))
+	for i, a := range info.Actions {
+		steps := a.Steps
+		if steps == nil {
+			steps = []string{}
+		}
+		acts[i] = client.RunAction{Seq: a.Seq, At: utc(a.At), Actor: a.Actor, Action: string(a.Action), Step: a.Step, Steps: steps}
+	}
 	return client.RunDetail{
 		Run:      toRun(info.Run),
 		Steps:    toSteps(info.Steps),
 		Attempts: atts,
+		Actions:  acts,
 		Output:   rawJSON(info.Output()),
 	}
 }

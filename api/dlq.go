@@ -57,7 +57,7 @@ func (s *server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.e.RetryDead(r.Context(), id, step); err != nil {
+	if err := s.e.RetryDead(r.Context(), id, step, actor(r)); err != nil {
 		return withRun(err, id)
 	}
 	st, err := s.e.Store().StepGet(r.Context(), id, step)

@@ -253,6 +253,7 @@ func (s *server) routes() []Route {
 		{Method: "GET", Path: "/v1/runs/{id}", Scope: ScopeRead, handle: s.getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
+		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/skip", Scope: ScopeOperate, handle: s.skipStep},
 
 		{Method: "POST", Path: "/v1/events", Scope: ScopeOperate, handle: s.publishEvent},
 		{Method: "GET", Path: "/v1/events", Scope: ScopeRead, handle: s.listEvents},
@@ -297,6 +298,7 @@ func (s *server) wrap(rt Route) http.Handler {
 			if rec, ok := w.(*statusRecorder); ok {
 				rec.key = p.name
 			}
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
@@ -310,6 +312,19 @@ func (s *server) wrap(rt Route) http.Handler {
 // statusClientClosed is what the request log shows for a request whose
 // client went away before its answer (nginx's 499); nothing is answered.
 const statusClientClosed = 499
+
+// principalKey keys the request's principal in its context.
+type principalKey struct{}
+
+// actor is who an operator action of r is recorded as done by: the API
+// key's name ("anonymous" for a local request without one).
+func actor(r *http.Request) engine.ActionOption {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	if p.name == "" {
+		return engine.Actor("anonymous")
+	}
+	return engine.Actor(p.name)
+}
 
 // authorize returns the request's principal if it may use a route that
 // needs scope.

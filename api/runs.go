@@ -12,6 +12,7 @@ import (
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -200,14 +201,36 @@ func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, toRun(info.Run))
 }
 
-// retryRun queues every dead step of a failed run again: POST
-// /v1/runs/{id}/retry.
+// retryRun runs a finished run again: POST /v1/runs/{id}/retry with an
+// optional body {mode: failed|from_step, step}. Without a body it retries
+// the failed steps.
 func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 	id, err := runID(r, "id")
 	if err != nil {
 		return err
 	}
-	retried, err := s.e.RetryRun(r.Context(), id)
+	var req client.RetryRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	var again []string
+	switch req.Mode {
+	case "", client.RetryFailed:
+		if req.Step != "" {
+			return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q retries every dead step and takes no step (got %q); retry one with POST /v1/dead-letters/{run}/{step}/retry", client.RetryFailed, truncate(req.Step))
+		}
+		again, err = s.e.RetryRun(r.Context(), id, actor(r))
+	case client.RetryFromStep:
+		if req.Step == "" {
+			return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q needs the step to rerun from (step)", client.RetryFromStep)
+		}
+		if !names.Valid(req.Step) {
+			return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid: want %s", truncate(req.Step), names.Rule)
+		}
+		again, err = s.e.RetryFrom(r.Context(), id, req.Step, actor(r))
+	default:
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q is not %q or %q", truncate(req.Mode), client.RetryFailed, client.RetryFromStep)
+	}
 	if err != nil {
 		return withRun(err, id)
 	}
@@ -215,10 +238,45 @@ func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return withRun(err, id)
 	}
-	if retried == nil {
-		retried = []string{}
+	if again == nil {
+		again = []string{}
 	}
-	return writeJSON(w, http.StatusOK, client.RetryRunResult{Run: toRun(info.Run), Steps: retried})
+	return writeJSON(w, http.StatusOK, client.RetryRunResult{Run: toRun(info.Run), Steps: again})
+}
+
+// skipStep gives a dead step an operator's output and resumes its run:
+// POST /v1/runs/{id}/steps/{step}/skip with a body {output}.
+func (s *server) skipStep(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	step, err := stepName(r)
+	if err != nil {
+		return err
+	}
+	var req client.SkipRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	out, err := normalizeJSON(req.Output, "output")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if out != nil {
+		if raw, err = json.Marshal(out); err != nil {
+			return err
+		}
+	}
+	if err := s.e.SkipStep(r.Context(), id, step, raw, actor(r)); err != nil {
+		return withRun(err, id)
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	return writeJSON(w, http.StatusOK, toRunDetail(info))
 }
 
 // withRun maps err to a problem that names the run it is about.

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -22,79 +24,114 @@ func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadPara
 	return page, nil
 }
 
+// ActionOption configures an operator action on a run: RetryDead,
+// RetryRun, RetryFrom, SkipStep.
+type ActionOption func(*actionOptions)
+
+type actionOptions struct {
+	actor string
+}
+
+// DefaultActor is who an operator action is recorded as done by when the
+// caller names no one (Actor).
+const DefaultActor = "go"
+
+// Actor names who performs an operator action; the run's history
+// (RunInfo.Actions) records it. The HTTP API passes the API key's name,
+// the CLI "cli"; without it the action is DefaultActor's.
+func Actor(name string) ActionOption {
+	return func(o *actionOptions) { o.actor = name }
+}
+
+func actionOpts(opts []ActionOption) actionOptions {
+	o := actionOptions{actor: DefaultActor}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
 // RetryDead retries a dead step after its cause was fixed, resuming the run
 // from that step and keeping the outputs of the steps that completed.
 //
-// Only a run that failed because the step dead-lettered with nothing to
-// compensate can be resumed. When the run compensated (its completed steps
-// were undone) or is compensating, retrying would run later steps on top of
-// undone work, so it is refused with a *RetryRefusedError; trigger a new
-// run instead.
-func (e *Engine) RetryDead(ctx context.Context, runID, step string) error {
-	_, err := e.reopen(ctx, runID, step)
+// The run must be failed or compensated (finished because the step
+// dead-lettered). On a compensated run the compensated steps run again
+// too, under new idempotency keys: their work was undone, so it is redone,
+// never reused. A run whose compensation failed, or that is in flight,
+// is refused with a *RetryRefusedError. The action is recorded in the
+// run's history (RunInfo.Actions) as done by the Actor option's name.
+func (e *Engine) RetryDead(ctx context.Context, runID, step string, opts ...ActionOption) error {
+	_, err := e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
+		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFailed, Step: step,
+			Actor: actor, Now: e.clock.Now()})
+	}, opts)
 	return err
 }
 
-// RetryRun retries every dead step of a failed run at once (RetryDead for
-// each, in one transaction) and returns their names, in plan order. It is
-// refused, with a *RetryRefusedError, as RetryDead is, and for a run with
-// no dead step.
-func (e *Engine) RetryRun(ctx context.Context, runID string) ([]string, error) {
-	return e.reopen(ctx, runID, "")
+// RetryRun retries every dead step of a finished run at once (the retry
+// mode "failed": every success kept) and returns the steps that run again,
+// in plan order: the dead ones, and on a compensated run the undone ones
+// (see RetryDead). It is refused, with a *RetryRefusedError, as RetryDead
+// is, and for a run with nothing to retry.
+func (e *Engine) RetryRun(ctx context.Context, runID string, opts ...ActionOption) ([]string, error) {
+	return e.resume(ctx, runID, "", func(actor string) (persistence.RunRetryResult, error) {
+		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFailed,
+			Actor: actor, Now: e.clock.Now()})
+	}, opts)
 }
 
-// reopen resumes a failed run from its dead step (step), or from all of
-// them (step empty).
-func (e *Engine) reopen(ctx context.Context, runID, step string) ([]string, error) {
+// RetryFrom reruns a finished run (succeeded, failed or compensated) from
+// step: the step and every step downstream of it run again, as do the
+// run's dead steps and, on a compensated run, its undone ones. A step that
+// had completed runs under a new idempotency key (steps.RerunKey). It
+// returns the steps that run again, in plan order; refusals are
+// *RetryRefusedError (see RetryDead).
+func (e *Engine) RetryFrom(ctx context.Context, runID, step string, opts ...ActionOption) ([]string, error) {
+	return e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
+		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFromStep, Step: step,
+			Actor: actor, Now: e.clock.Now()})
+	}, opts)
+}
+
+// SkipStep gives a dead step of a finished run the output an operator
+// provides (JSON; nil for none) instead of running it, and resumes the
+// run: the step counts as succeeded (its dependents read that output; if
+// the run later compensates, its compensation runs), the run's other
+// dead steps are retried and, on a compensated run, its undone steps
+// rerun. A run left with nothing to run succeeds. Refusals are
+// *RetryRefusedError (see RetryDead).
+func (e *Engine) SkipStep(ctx context.Context, runID, step string, output json.RawMessage, opts ...ActionOption) error {
+	_, err := e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
+		out, err := e.encodePayload(ctx, codec.Output, output)
+		if err != nil {
+			return persistence.RunRetryResult{}, fmt.Errorf("engine: run %s step %q: %w", runID, step, err)
+		}
+		return e.store.StepSkip(ctx, persistence.StepSkipParams{RunID: runID, Step: step, Output: out,
+			Actor: actor, Now: e.clock.Now()})
+	}, opts)
+	return err
+}
+
+// resume carries out an operator action (act, given the actor) and
+// enqueues the steps it made ready. The store decides what the action
+// does and refuses it (retryPlan); a refusal becomes a *RetryRefusedError.
+func (e *Engine) resume(ctx context.Context, runID, step string, act func(actor string) (persistence.RunRetryResult, error),
+	opts []ActionOption) ([]string, error) {
 	if e.stopped() {
 		return nil, ErrStopped
 	}
-	run, err := e.store.RunGet(ctx, runID)
+	o := actionOpts(opts)
+	res, err := act(o.actor)
+	var refused *persistence.RetryRefusedError
+	if errors.As(err, &refused) {
+		return nil, &RetryRefusedError{RunID: runID, Step: step, Reason: refused.Reason}
+	}
 	if err != nil {
 		return nil, err
 	}
-	refuse := func(reason string) error { return &RetryRefusedError{RunID: runID, Step: step, Reason: reason} }
-	sts, err := e.store.StepList(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	var dead []string
-	for _, x := range sts {
-		if x.Status == persistence.StepDead && (step == "" || x.Step == step) {
-			dead = append(dead, x.Step)
-		}
-	}
-	if step != "" && len(dead) == 0 {
-		s, err := e.store.StepGet(ctx, runID, step)
-		if err != nil {
-			return nil, err
-		}
-		return nil, refuse(fmt.Sprintf("step is %s, not dead", s.Status))
-	}
-	switch run.Status {
-	case persistence.RunFailed:
-	case persistence.RunCompensating, persistence.RunCompensated:
-		return nil, refuse(fmt.Sprintf("run is %s: its completed steps are being or were undone", run.Status))
-	default:
-		return nil, refuse(fmt.Sprintf("run is %s", run.Status))
-	}
-	if len(dead) == 0 {
-		return nil, refuse("run has no dead step")
-	}
-	for _, x := range sts {
-		if x.Status == persistence.StepCompensationFailed || x.Status == persistence.StepCompensated || x.Status == persistence.StepCompensating {
-			return nil, refuse("run failed during compensation")
-		}
-	}
-	queued, err := e.store.RunReopen(ctx, persistence.RunReopenParams{RunID: runID, Steps: dead, Now: e.clock.Now()})
-	if err != nil {
-		if errors.Is(err, persistence.ErrInvalidTransition) || errors.Is(err, persistence.ErrRunFinished) {
-			return nil, refuse(err.Error())
-		}
-		return nil, err
-	}
-	e.log.Info("dead steps retried", "run_id", runID, "steps", dead)
-	return dead, e.enqueueSteps(ctx, queued)
+	e.log.Info("run resumed by an operator", "run_id", runID, "action", string(res.Action.Action), "step", step,
+		"actor", o.actor, "steps", res.Action.Steps)
+	return res.Action.Steps, e.enqueueSteps(ctx, res.Queued)
 }
 
 // DiscardDead removes a dead step from the dead-letter queue (it becomes

@@ -36,6 +36,9 @@ type RunInfo struct {
 	Run      persistence.Run
 	Steps    []persistence.StepRun
 	Attempts []persistence.Attempt
+	// Actions are the operator actions on the run (retries, reruns,
+	// skips), oldest first, with who did them and when.
+	Actions []persistence.RunAction
 }
 
 // Output returns the run's result: a JSON object mapping each final step
@@ -85,10 +88,14 @@ func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
+	acts, err := e.store.RunActionList(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
 	if err := errors.Join(e.decodeRun(ctx, &run), e.decodeSteps(ctx, sts), e.decodeAttempts(ctx, atts)); err != nil {
 		return RunInfo{}, err
 	}
-	return RunInfo{Run: run, Steps: sts, Attempts: atts}, nil
+	return RunInfo{Run: run, Steps: sts, Attempts: atts, Actions: acts}, nil
 }
 
 // Wait blocks until the run is finished (succeeded, compensated, failed or

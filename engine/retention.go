@@ -117,6 +117,8 @@ type PurgeResult struct {
 	// because they have a dead step.
 	Kept                                               int
 	Steps, Attempts, EventLinks, Events, ScheduleTicks int
+	// Actions counts the operator actions deleted with their runs.
+	Actions int
 	// Batches is the number of batches (transactions).
 	Batches int
 }
@@ -130,6 +132,7 @@ func (r *PurgeResult) add(b persistence.RunDeleteFinishedResult) {
 	r.EventLinks += b.EventLinks
 	r.Events += b.Events
 	r.ScheduleTicks += b.ScheduleTicks
+	r.Actions += b.Actions
 }
 
 // Purge deletes every run that finished before p.Before (and the rows

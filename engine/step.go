@@ -169,7 +169,7 @@ func handlerContext(res persistence.StepClaimResult, compensation bool, log *slo
 		Workflow:       res.Run.Workflow,
 		Step:           res.Step.Step,
 		Attempt:        res.Step.Attempt,
-		IdempotencyKey: res.Step.RunID + "/" + res.Step.Step,
+		IdempotencyKey: steps.RerunKey(res.Step.RunID, res.Step.Step, res.Step.Reruns),
 		Compensation:   compensation,
 		Input:          json.RawMessage(res.Run.Input),
 		Metadata:       userMetadata(res.Run.Metadata),

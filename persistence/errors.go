@@ -60,6 +60,25 @@ func (e *TransitionError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidTransition) true.
 func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
 
+// RetryRefusedError reports an operator action on a run (a retry, a rerun
+// from a step, a skip) that the run's state does not allow, and why.
+type RetryRefusedError struct {
+	RunID  string
+	Step   string // empty when the action names no step
+	Action RunActionKind
+	Reason string
+}
+
+func (e *RetryRefusedError) Error() string {
+	if e.Step != "" {
+		return fmt.Sprintf("persistence: run %s step %q: %s refused: %s", e.RunID, e.Step, e.Action, e.Reason)
+	}
+	return fmt.Sprintf("persistence: run %s: %s refused: %s", e.RunID, e.Action, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidTransition) true.
+func (e *RetryRefusedError) Unwrap() error { return ErrInvalidTransition }
+
 // LimitError reports a value over a configured size limit.
 type LimitError struct {
 	Field string // e.g. "input", "output", "step \"ship\" output"

@@ -38,6 +38,10 @@ type StepRun struct {
 	PendingDeps int
 	// CompAttempt counts compensation attempts started so far.
 	CompAttempt int
+	// Reruns counts how often an operator put the step back to run after
+	// it had completed (succeeded, or succeeded and was compensated): see
+	// Store.RunRetry. It makes the step's idempotency key a new one.
+	Reruns int
 	// Fence is the token of the current lease holder; empty when unclaimed.
 	Fence          string
 	LeaseExpiresAt *time.Time
@@ -182,4 +186,32 @@ type APIKey struct {
 	Hint      string
 	CreatedAt time.Time
 	RevokedAt *time.Time // nil while the key is valid
+}
+
+// RunActionKind names an operator action on a run.
+type RunActionKind string
+
+// Operator actions recorded in a run's history (Store.RunActionList).
+const (
+	// ActionRetry: the failed steps were retried (RetryFailed).
+	ActionRetry RunActionKind = "retry"
+	// ActionRerun: the run was rerun from a step (RetryFromStep).
+	ActionRerun RunActionKind = "rerun"
+	// ActionSkip: a dead step was skipped with an output (Store.StepSkip).
+	ActionSkip RunActionKind = "skip"
+)
+
+// RunAction is one operator action in a run's history: what was done,
+// by whom and when.
+type RunAction struct {
+	RunID  string
+	Seq    int // 1 for the run's first action, then 2, ...
+	At     time.Time
+	Actor  string // an API key's name, "cli", or a name given by a Go caller
+	Action RunActionKind
+	Step   string // the step named by the action, if any
+	// Steps are the steps the action runs again (dead ones retried,
+	// completed ones rerun), in declaration order; the cancelled steps
+	// that wait for them again are not listed.
+	Steps []string
 }

@@ -48,6 +48,22 @@ type Store interface {
 	// when its PendingDeps is 0). It returns the steps it queued. A run
 	// that is not failed gives *TransitionError.
 	RunReopen(ctx context.Context, p RunReopenParams) ([]StepRun, error)
+	// RunRetry puts a finished run back to running by an operator's
+	// action: its failed steps (RetryFailed) or a step and everything
+	// downstream of it (RetryFromStep) run again, and, on a compensated
+	// run, every compensated step too, since its work was undone. The
+	// action is recorded in the run's history (RunActionList) in the same
+	// transaction. A run or step the rules refuse gives a
+	// *RetryRefusedError (Is ErrInvalidTransition) and changes nothing.
+	RunRetry(ctx context.Context, p RunRetryParams) (RunRetryResult, error)
+	// StepSkip marks a dead step of a finished run succeeded with the
+	// operator's output (no handler runs) and resumes the run as
+	// RunRetry(RetryFailed) would, recording the action. Refusals are
+	// *RetryRefusedError.
+	StepSkip(ctx context.Context, p StepSkipParams) (RunRetryResult, error)
+	// RunActionList returns a run's operator actions, oldest first (an
+	// unknown run has none).
+	RunActionList(ctx context.Context, runID string) ([]RunAction, error)
 	// RunDeleteFinished deletes one batch of the runs that finished
 	// before p.Before, oldest first, in one short transaction: it reads up
 	// to p.Limit finished runs after p.Cursor and deletes those without a
@@ -536,6 +552,8 @@ type RunDeleteFinishedResult struct {
 	Kept int
 	// Rows deleted with the runs, by table.
 	Steps, Attempts, EventLinks, Events, ScheduleTicks int
+	// Actions counts the operator actions (RunActionList) deleted.
+	Actions int
 	// NextCursor continues the sweep; empty when the call read every
 	// remaining run that finished before Before.
 	NextCursor string
@@ -748,6 +766,50 @@ type RunReopenParams struct {
 	RunID string
 	Steps []string // dead steps to retry
 	Now   time.Time
+}
+
+// RetryMode says what Store.RunRetry runs again.
+type RetryMode string
+
+// Retry modes.
+const (
+	// RetryFailed runs the dead steps again (all of them, or the one
+	// named), keeping every success.
+	RetryFailed RetryMode = "failed"
+	// RetryFromStep runs the named step and every step downstream of it
+	// again, and the run's dead steps.
+	RetryFromStep RetryMode = "from_step"
+)
+
+// Valid reports whether m is a known retry mode.
+func (m RetryMode) Valid() bool { return m == RetryFailed || m == RetryFromStep }
+
+// RunRetryParams are the arguments of Store.RunRetry.
+type RunRetryParams struct {
+	RunID string
+	Mode  RetryMode
+	// Step is the step to rerun from (RetryFromStep, required), or the
+	// one dead step to retry (RetryFailed; empty: every dead step).
+	Step  string
+	Actor string // who asked; recorded in the history
+	Now   time.Time
+}
+
+// StepSkipParams are the arguments of Store.StepSkip.
+type StepSkipParams struct {
+	RunID  string
+	Step   string
+	Output []byte // JSON, as the engine stores outputs; may be nil
+	Actor  string
+	Now    time.Time
+}
+
+// RunRetryResult is what a retry, rerun or skip did.
+type RunRetryResult struct {
+	// Queued are the steps ready to run now: enqueue them.
+	Queued []StepRun
+	// Action is the history row the call recorded.
+	Action RunAction
 }
 
 // StepTransitionParams are the arguments of Store.StepTransition.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strconv"
 )
 
 // ErrNoOutput is returned by [Context.DecodeOutput] for a step whose output
@@ -26,11 +27,16 @@ type Context struct {
 	Workflow string
 	// Step is the step's name.
 	Step string
-	// Attempt is 1 for the first try and grows by one on every retry.
+	// Attempt is 1 for the first try and grows by one on every retry. An
+	// operator's rerun of a completed step goes on counting after the
+	// attempts of the execution it reruns.
 	Attempt int
 	// IdempotencyKey is "<run id>/<step>": the same on every attempt (and
 	// for the compensation), so payment, mail or stock services given it can
-	// drop repeats. See [IdempotencyKey].
+	// drop repeats. See [IdempotencyKey]. A step an operator reran after it
+	// had completed (a rerun from a step, or redoing work a compensation
+	// undid) gets "<run id>/<step>/rerun-<n>" for its n-th rerun: a new
+	// execution that a service must not answer with the earlier one.
 	IdempotencyKey string
 	// Compensation is true when the handler runs as the step's
 	// compensation (undoing it after a later step was dead-lettered).
@@ -54,6 +60,15 @@ type Context struct {
 // IdempotencyKey returns the stable key of a step of a run:
 // "<run id>/<step>".
 func IdempotencyKey(runID, step string) string { return runID + "/" + step }
+
+// RerunKey returns the key of a step's n-th rerun by an operator (n > 0):
+// "<run id>/<step>/rerun-<n>"; for n 0 it is IdempotencyKey's.
+func RerunKey(runID, step string, n int) string {
+	if n <= 0 {
+		return IdempotencyKey(runID, step)
+	}
+	return IdempotencyKey(runID, step) + "/rerun-" + strconv.Itoa(n)
+}
 
 // WithLogger returns a copy of c whose Logger is base with the run_id,
 // workflow, step and attempt attributes added (and compensation=true for a

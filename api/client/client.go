@@ -312,10 +312,20 @@ func (c *Client) CancelRun(ctx context.Context, id string) (Run, error) {
 	return out, err
 }
 
-// RetryRun calls POST /v1/runs/{id}/retry.
-func (c *Client) RetryRun(ctx context.Context, id string) (RetryRunResult, error) {
+// RetryRun calls POST /v1/runs/{id}/retry: the zero request retries the
+// run's failed steps; RetryRequest{Mode: RetryFromStep, Step: s} reruns
+// it from s.
+func (c *Client) RetryRun(ctx context.Context, id string, req RetryRequest) (RetryRunResult, error) {
 	var out RetryRunResult
-	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/retry", nil, nil, nil, &out)
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/retry", nil, nil, req, &out)
+	return out, err
+}
+
+// SkipStep calls POST /v1/runs/{id}/steps/{step}/skip: the dead step
+// gets output (nil: none) and the run resumes.
+func (c *Client) SkipStep(ctx context.Context, id, step string, output json.RawMessage) (RunDetail, error) {
+	var out RunDetail
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/steps/"+seg(step)+"/skip", nil, nil, SkipRequest{Output: output}, &out)
 	return out, err
 }
 

@@ -75,6 +75,8 @@ type RunDetail struct {
 	Run      Run       `json:"run"`
 	Steps    []Step    `json:"steps"`
 	Attempts []Attempt `json:"attempts"`
+	// Actions are the operator actions on the run, oldest first.
+	Actions []RunAction `json:"actions"`
 	// Output is the run's result: its output when it succeeded, else an
 	// object mapping each final step that succeeded to its output.
 	Output json.RawMessage `json:"output"`
@@ -138,10 +140,47 @@ type TriggerRequest struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
+// Retry modes of POST /v1/runs/{id}/retry.
+const (
+	// RetryFailed retries the dead steps, keeping every success (and
+	// redoing, on a compensated run, what was undone).
+	RetryFailed = "failed"
+	// RetryFromStep reruns the run from a step: it and everything
+	// downstream of it run again.
+	RetryFromStep = "from_step"
+)
+
+// RetryRequest is the (optional) body of POST /v1/runs/{id}/retry.
+type RetryRequest struct {
+	// Mode is RetryFailed (the default) or RetryFromStep.
+	Mode string `json:"mode,omitempty"`
+	// Step is the step to rerun from (RetryFromStep).
+	Step string `json:"step,omitempty"`
+}
+
 // RetryRunResult is the answer of POST /v1/runs/{id}/retry.
 type RetryRunResult struct {
 	Run Run `json:"run"`
-	// Steps are the dead steps that were queued again.
+	// Steps are the steps that run again: dead ones retried, completed
+	// ones rerun.
+	Steps []string `json:"steps"`
+}
+
+// SkipRequest is the body of POST /v1/runs/{id}/steps/{step}/skip.
+type SkipRequest struct {
+	// Output is the dead step's output from now on (any JSON value; none
+	// when absent): what its dependents read.
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// RunAction is an operator action in a run's history.
+type RunAction struct {
+	Seq    int       `json:"seq"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"` // retry, rerun or skip
+	Step   string    `json:"step,omitempty"`
+	// Steps are the steps the action ran again.
 	Steps []string `json:"steps"`
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -91,7 +93,93 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 			return showRun(cmd.Context(), e, args[0], cmd.OutOrStdout())
 		},
 	}, &sb, sec), newPurgeCmd(sec))
+	runs.AddCommand(newRunsRetryCmd(sec), newRunsSkipCmd(sec))
 	return runs
+}
+
+// newRunsRetryCmd runs a finished run again: its failed steps (the
+// default) or from a step (--from). The action is recorded as "cli"'s.
+func newRunsRetryCmd(sec *secrets) *cobra.Command {
+	var b backendFlags
+	var mode, from string
+	cmd := withBackends(&cobra.Command{
+		Use:   "retry RUN_ID",
+		Short: "run a finished run again: its failed steps (--mode failed) or from a step (--from STEP)",
+		Long: "Run a finished run again. --mode failed (the default) retries its dead steps and keeps every success;\n" +
+			"--from STEP (--mode from_step) reruns that step and everything downstream of it. On a compensated run\n" +
+			"the compensated steps run again too. The run resumes on the workers.\n\n" + redisURLHelp,
+		Args: exactArgs("RUN_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from != "" && mode == "" {
+				mode = string(persistence.RetryFromStep)
+			}
+			switch persistence.RetryMode(mode) {
+			case "", persistence.RetryFailed:
+				if from != "" {
+					return usagef("--mode failed retries every dead step and takes no --from (got %q)", from)
+				}
+			case persistence.RetryFromStep:
+				if from == "" {
+					return usagef("--mode from_step needs --from STEP")
+				}
+			default:
+				return usagef("--mode %q is not failed or from_step", mode)
+			}
+			e, closeAll, err := b.inspector(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			var again []string
+			if from != "" {
+				again, err = e.RetryFrom(cmd.Context(), args[0], from, engine.Actor("cli"))
+			} else {
+				again, err = e.RetryRun(cmd.Context(), args[0], engine.Actor("cli"))
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s run again; the run resumes on the workers\n", cell(args[0]), cell(strings.Join(again, ", ")))
+			return nil
+		},
+	}, &b, sec)
+	cmd.Flags().StringVar(&mode, "mode", "", "failed (the default) or from_step")
+	cmd.Flags().StringVar(&from, "from", "", "the step to rerun from (implies --mode from_step)")
+	return cmd
+}
+
+// newRunsSkipCmd gives a dead step an output instead of running it; the
+// run resumes. The action is recorded as "cli"'s.
+func newRunsSkipCmd(sec *secrets) *cobra.Command {
+	var b backendFlags
+	var output string
+	cmd := withBackends(&cobra.Command{
+		Use:   "skip RUN_ID STEP",
+		Short: "give a dead step an output (--output JSON) instead of running it; the run resumes",
+		Long:  "Give a dead step an output instead of running it: its dependents read that output and the run resumes.\n\n" + redisURLHelp,
+		Args:  exactArgs("RUN_ID", "STEP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var out json.RawMessage
+			if output != "" {
+				if !json.Valid([]byte(output)) {
+					return usagef("--output is not valid JSON: %s", escapeBlock(output))
+				}
+				out = json.RawMessage(output)
+			}
+			e, closeAll, err := b.inspector(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if err := e.SkipStep(cmd.Context(), args[0], args[1], out, engine.Actor("cli")); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s skipped; the run resumes on the workers\n", cell(args[0]), cell(args[1]))
+			return nil
+		},
+	}, &b, sec)
+	cmd.Flags().StringVar(&output, "output", "", "the step's output, JSON (none when empty)")
+	return cmd
 }
 
 func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow, status, cursor string, limit int) error {
@@ -142,6 +230,12 @@ func showRun(ctx context.Context, e *engine.Engine, id string, stdout io.Writer)
 	fmt.Fprintln(tw, "\nHISTORY\tKIND\tATTEMPT\tOUTCOME\tWORKER\tDURATION\tERROR")
 	for _, a := range atts {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\n", cell(a.Step), cell(string(a.Kind)), a.Attempt, cell(string(a.Outcome)), cell(a.Worker), a.Duration(), cell(a.Error))
+	}
+	if len(info.Actions) > 0 {
+		fmt.Fprintln(tw, "\nACTION\tBY\tAT\tSTEP\tRUN AGAIN")
+		for _, a := range info.Actions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(string(a.Action)), cell(a.Actor), a.At.Format(time.RFC3339), cell(a.Step), cell(strings.Join(a.Steps, ", ")))
+		}
 	}
 	return tw.Flush()
 }

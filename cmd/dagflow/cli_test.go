@@ -678,3 +678,60 @@ func TestCodecKeyringFile(t *testing.T) {
 		t.Errorf("runs show without the keyring: %s", sealed)
 	}
 }
+
+// TestRunsRetryAndSkip: runs skip gives a dead step an output, runs show
+// lists the action as the CLI's, and runs retry refuses bad modes.
+func TestRunsRetryAndSkip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	addr := testenv.RequireRedis(t)
+	dsn := testenv.MySQLDatabase(t)
+	prefix := testenv.KeyPrefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := mysql.Open(ctx, mysql.Config{DSN: dsn, AutoMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	testenv.DeleteKeys(t, rdb, prefix)
+	id := triggerOrder(t, ctx, store, rdb, prefix)
+	now := time.Now()
+	if _, err := store.StepClaim(ctx, persistence.StepClaimParams{RunID: id, Step: "reserve", Fence: "f1", Worker: "w",
+		LeaseUntil: now.Add(time.Minute), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.StepFail(ctx, persistence.StepFailParams{RunID: id, Step: "reserve", Fence: "f1", Error: "out of stock",
+		DeadRunStatus: persistence.RunFailed, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", prefix}
+	for _, args := range [][]string{
+		{"runs", "retry", id, "--mode", "everything"},
+		{"runs", "retry", id, "--mode", "from_step"},
+		{"runs", "skip", id, "reserve", "--output", "{"},
+	} {
+		if code, _, errb := runCLI(t, ctx, append(args, base...)...); code != 2 {
+			t.Errorf("%v exited %d, want 2 (usage): %s", args, code, errb)
+		}
+	}
+	code, out, errb := runCLI(t, ctx, append([]string{"runs", "skip", id, "reserve", "--output", `{"reserved":"by hand"}`}, base...)...)
+	if code != 0 || !strings.Contains(out, "skipped") {
+		t.Fatalf("runs skip exited %d: %s %s", code, out, errb)
+	}
+	code, out, errb = runCLI(t, ctx, append([]string{"runs", "show", id}, base...)...)
+	if code != 0 {
+		t.Fatalf("runs show exited %d: %s", code, errb)
+	}
+	for _, want := range []string{"ACTION", "skip", "cli", `{"reserved":"by hand"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show does not say %q:\n%s", want, out)
+		}
+	}
+	if code, _, errb := runCLI(t, ctx, append([]string{"runs", "retry", id}, base...)...); code == 0 || !strings.Contains(errb, "retry refused") {
+		t.Errorf("runs retry of a running run exited %d: %s", code, errb)
+	}
+}

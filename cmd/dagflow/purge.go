@@ -75,8 +75,8 @@ func purge(ctx context.Context, e *engine.Engine, stdout io.Writer, before time.
 	if dryRun {
 		verb = "would delete"
 	}
-	fmt.Fprintf(stdout, "%s %d runs that finished before %s: %d steps, %d attempts, %d event links, %d events, %d schedule ticks (%d batches)\n",
-		verb, res.Runs, before.Format(time.RFC3339), res.Steps, res.Attempts, res.EventLinks, res.Events, res.ScheduleTicks, res.Batches)
+	fmt.Fprintf(stdout, "%s %d runs that finished before %s: %d steps, %d attempts, %d event links, %d events, %d schedule ticks, %d operator actions (%d batches)\n",
+		verb, res.Runs, before.Format(time.RFC3339), res.Steps, res.Attempts, res.EventLinks, res.Events, res.ScheduleTicks, res.Actions, res.Batches)
 	if res.Kept > 0 {
 		fmt.Fprintf(stdout, "kept %d runs with a dead step: retry or discard it first (dagflow dlq)\n", res.Kept)
 	}

@@ -171,6 +171,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	qs = append(qs, s.RetentionQueries(now)...)
+	qs = append(qs, s.ActionQueries("run-00042")...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
@@ -266,6 +267,8 @@ func indexOf(name string) string {
 		return "sqlite_autoindex_events_1"
 	case strings.HasPrefix(name, "EventRuns"):
 		return "sqlite_autoindex_event_runs_1"
+	case strings.HasPrefix(name, "RunAction"):
+		return "sqlite_autoindex_run_actions_1"
 	}
 	return ""
 }

@@ -29,12 +29,30 @@ func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 	if err := s.MigrateTo(ctx, version); err != nil {
 		t.Fatalf("migrating to %d: %v", version, err)
 	}
-	if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs ADD COLUMN definition TEXT NOT NULL DEFAULT ''`); err != nil {
-		t.Fatal(err)
+	// Columns this binary's store reads or writes, by the migration
+	// that adds them.
+	later := []struct {
+		migration          int64
+		table, column, ddl string
+	}{
+		{7, "workflow_runs", "definition", "TEXT NOT NULL DEFAULT ''"},
+		{11, "step_runs", "reruns", "INTEGER NOT NULL DEFAULT 0"},
+	}
+	var drops []string
+	for _, c := range later {
+		if c.migration <= version {
+			continue
+		}
+		if _, err := s.DB().ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.ddl); err != nil {
+			t.Fatal(err)
+		}
+		drops = append(drops, "ALTER TABLE "+c.table+" DROP COLUMN "+c.column)
 	}
 	return s, func() error {
-		if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs DROP COLUMN definition`); err != nil {
-			return err
+		for _, d := range drops {
+			if _, err := s.DB().ExecContext(ctx, d); err != nil {
+				return err
+			}
 		}
 		return s.Migrate(ctx)
 	}

@@ -262,12 +262,12 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 			status VARCHAR(32), deps TEXT, dependents TEXT, attempt INT, max_attempts INT, pending_deps INT,
 			comp_attempt INT, fence VARCHAR(64), lease_expires_at DATETIME(6) NULL, next_attempt_at DATETIME(6) NULL,
 			output LONGBLOB NULL, error TEXT NULL, queued_at DATETIME(6) NULL, started_at DATETIME(6) NULL,
-			finished_at DATETIME(6) NULL, updated_at DATETIME(6), worker VARCHAR(255), claimed_at DATETIME(6) NULL)`,
+			finished_at DATETIME(6) NULL, updated_at DATETIME(6), worker VARCHAR(255), claimed_at DATETIME(6) NULL, reruns INT)`,
 		`INSERT INTO s VALUES ('a', 'ship', 3, 'wf', 'q', 'running', 'notify,points', '', 2, 5, 0, 1, 'f',
 			'2030-01-01 00:00:01', '2030-01-01 00:00:02', '{"x":1}', 'e', '2030-01-01 00:00:03', '2030-01-01 00:00:04',
-			'2030-01-01 00:00:05', '2030-01-01 00:00:06', 'w', '2030-01-01 00:00:07')`,
+			'2030-01-01 00:00:05', '2030-01-01 00:00:06', 'w', '2030-01-01 00:00:07', 2)`,
 		`INSERT INTO s VALUES ('b', 'reserve', 0, 'wf', 'q', 'waiting', '', 'notify', 0, 3, 1, 0, '',
-			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL)`,
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL, 0)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)

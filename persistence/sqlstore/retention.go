@@ -105,7 +105,8 @@ func (s *Store) batchDeletes(del, attempts, gone []any, ticks map[string][]any) 
 	}
 	qs = append(qs,
 		Query{Name: "RunDeleteFinished/delete-steps", SQL: `DELETE FROM step_runs WHERE run_id IN (` + list + `)`, Args: del},
-		Query{Name: "RunDeleteFinished/delete-event-links", SQL: `DELETE FROM event_runs WHERE run_id IN (` + list + `)`, Args: del})
+		Query{Name: "RunDeleteFinished/delete-event-links", SQL: `DELETE FROM event_runs WHERE run_id IN (` + list + `)`, Args: del},
+		Query{Name: "RunDeleteFinished/delete-actions", SQL: `DELETE FROM run_actions WHERE run_id IN (` + list + `)`, Args: del})
 	if len(gone) > 0 {
 		qs = append(qs, Query{Name: "RunDeleteFinished/delete-events", SQL: `DELETE FROM events WHERE id IN (` + in(len(gone)) + `)`, Args: gone})
 	}
@@ -239,6 +240,8 @@ func (s *Store) retentionBatch(ctx context.Context, q querier, p persistence.Run
 			}
 		case "RunDeleteFinished/delete-steps":
 			res.Steps = n
+		case "RunDeleteFinished/delete-actions":
+			res.Actions = n
 		case "RunDeleteFinished/delete-ticks":
 			res.ScheduleTicks += n
 		}

@@ -148,7 +148,7 @@ func (r runRow) record() (persistence.Run, error) {
 	return run, nil
 }
 
-const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at, worker, claimed_at"
+const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at, worker, claimed_at, reruns"
 
 type stepRow struct {
 	RunID          string         `db:"run_id"`
@@ -177,6 +177,8 @@ type stepRow struct {
 	// migration 00005 (MySQL) / 00004 (SQLite), whose attempt row exists.
 	Worker    string   `db:"worker"`
 	ClaimedAt nullTime `db:"claimed_at"`
+	// Reruns counts the operator's reruns of the step after it completed.
+	Reruns int `db:"reruns"`
 	// OutputSize is the stored output's length, read by the queries that
 	// select output_size after stepCols (and may leave Output unloaded).
 	OutputSize int64 `db:"output_size"`
@@ -206,7 +208,7 @@ func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 		r := &(*dest)[len(*dest)-1]
 		fields := []any{&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
 			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
-			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt, &r.OutputSize}
+			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt, &r.Reruns, &r.OutputSize}
 		if !sized {
 			fields = fields[:len(fields)-1]
 		}
@@ -229,6 +231,7 @@ func (r stepRow) record() persistence.StepRun {
 		MaxAttempts:    r.MaxAttempts,
 		PendingDeps:    r.PendingDeps,
 		CompAttempt:    r.CompAttempt,
+		Reruns:         r.Reruns,
 		Fence:          r.Fence,
 		LeaseExpiresAt: r.LeaseExpiresAt.ptr(),
 		NextAttemptAt:  r.NextAttemptAt.ptr(),

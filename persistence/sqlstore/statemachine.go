@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 
@@ -241,4 +243,176 @@ func putOutput(res *persistence.StepClaimResult, step string, output []byte) {
 		res.Outputs = make(map[string][]byte, res.OutputCount)
 	}
 	res.Outputs[step] = output
+}
+
+// stepReset is what an operator's retry, rerun or skip does to one step
+// of a finished run (retryPlan).
+type stepReset int
+
+const (
+	keepStep    stepReset = iota // stays as it is: a success (or skip) kept
+	retryStep                    // dead: runs again, a fresh attempt budget, the same idempotency key
+	rerunStep                    // completed (its work done, or done and undone): runs again under a new key
+	releaseStep                  // cancelled or skipped: never ran to its end; waits for its dependencies again
+	skipStep                     // dead: succeeded with the operator's output, no handler runs
+)
+
+// retryPlan is the one place that decides what an operator's action on a
+// finished run does to each of its steps (rows, locked), or why the
+// action is refused. action is ActionRetry (mode failed: every dead step,
+// or the one named step), ActionRerun (from step) or ActionSkip (of
+// step). The rules (docs/operations.md has them as a table):
+//
+//   - Only a finished run, failed, compensated or (for a rerun) succeeded,
+//     can be acted on: a run in flight or compensating is the engine's,
+//     and a cancelled run was stopped on purpose.
+//   - A run with a compensation that failed (or still runs) is refused:
+//     what its undo did is unknown, so neither redoing nor keeping its
+//     work is safe.
+//   - Undone work is never reused: on a compensated run every
+//     compensated step runs again, under a new idempotency key.
+//   - Whatever runs again takes everything downstream of it that had
+//     completed along (it consumed the old output): a rerun.
+//   - Dead steps are retried, cancelled and skipped ones released, so
+//     that the run can finish.
+func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunActionKind, step string) (map[string]stepReset, error) {
+	refuse := func(format string, args ...any) error {
+		return &persistence.RetryRefusedError{RunID: runID, Step: step, Action: action, Reason: fmt.Sprintf(format, args...)}
+	}
+	byName := make(map[string]*stepRow, len(rows))
+	for i := range rows {
+		byName[rows[i].Step] = &rows[i]
+	}
+	if step != "" && byName[step] == nil {
+		return nil, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
+	}
+	switch persistence.RunStatus(runStatus) {
+	case persistence.RunFailed, persistence.RunCompensated:
+	case persistence.RunSucceeded:
+		switch action {
+		case persistence.ActionSkip:
+			return nil, refuse("run succeeded: no step is dead")
+		case persistence.ActionRetry:
+			return nil, refuse("run succeeded: nothing failed (a rerun from a step runs it again)")
+		}
+	case persistence.RunCancelled:
+		return nil, refuse("run was cancelled: trigger a new run")
+	default:
+		return nil, refuse("run is %s: only a finished run can be retried", runStatus)
+	}
+	for _, r := range rows {
+		switch persistence.StepStatus(r.Status) {
+		case persistence.StepCompensationFailed, persistence.StepCompensating:
+			return nil, refuse("the compensation of step %q failed: what it undid is unknown; resolve it by hand and trigger a new run", r.Step)
+		}
+	}
+	plan := make(map[string]stepReset, len(rows))
+	// What did not end well runs again, or is released.
+	for _, r := range rows {
+		switch persistence.StepStatus(r.Status) {
+		case persistence.StepDead:
+			if action != persistence.ActionRetry || step == "" || step == r.Step {
+				plan[r.Step] = retryStep
+			}
+		case persistence.StepCompensated:
+			plan[r.Step] = rerunStep
+		case persistence.StepCancelled:
+			plan[r.Step] = releaseStep
+		}
+	}
+	switch action {
+	case persistence.ActionRetry:
+		if step != "" && byName[step].Status != string(persistence.StepDead) {
+			return nil, refuse("step is %s, not dead", byName[step].Status)
+		}
+		if !slices.ContainsFunc(rows, func(r stepRow) bool { return plan[r.Step] == retryStep || plan[r.Step] == rerunStep }) {
+			return nil, refuse("run has no dead step and nothing undone")
+		}
+	case persistence.ActionSkip:
+		if byName[step].Status != string(persistence.StepDead) {
+			return nil, refuse("step is %s, not dead: only a dead step can be skipped", byName[step].Status)
+		}
+		plan[step] = skipStep
+	case persistence.ActionRerun:
+		if step == "" {
+			return nil, refuse("a rerun names the step to rerun from")
+		}
+		plan[step] = resetOf(persistence.StepStatus(byName[step].Status))
+	default:
+		return nil, refuse("unknown action")
+	}
+	// Downstream of what runs again, every completed step runs again too.
+	var stack []string
+	for _, r := range rows {
+		if plan[r.Step] == rerunStep {
+			stack = append(stack, r.Step)
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range splitNames(byName[n].Dependents) {
+			r := byName[d]
+			if r == nil || plan[d] != keepStep {
+				continue
+			}
+			if plan[d] = resetOf(persistence.StepStatus(r.Status)); plan[d] == rerunStep {
+				stack = append(stack, d)
+			}
+		}
+	}
+	return plan, nil
+}
+
+// resetOf is what running a step again means for a step in status st.
+func resetOf(st persistence.StepStatus) stepReset {
+	switch st {
+	case persistence.StepDead:
+		return retryStep
+	case persistence.StepSucceeded, persistence.StepCompensated:
+		return rerunStep
+	default: // skipped, cancelled
+		return releaseStep
+	}
+}
+
+// resetRow applies a plan's reset to r at now: the in-memory change the
+// store then writes. done says whether a step counts as done once the
+// plan is applied (for the pending dependencies of the steps that wait).
+func resetRow(r *stepRow, how stepReset, output []byte, done func(string) bool, now time.Time) {
+	r.Fence, r.LeaseExpiresAt, r.NextAttemptAt = "", nullTime{}, nullTime{}
+	r.Error = sql.NullString{}
+	r.UpdatedAt = dbTime{now}
+	r.ClaimedAt = nullTime{} // the attempt it held has its row (recordHeld)
+	if how == skipStep {
+		r.Status = string(persistence.StepSucceeded)
+		r.Output = output
+		r.FinishedAt = nullTime{T: now, Valid: true}
+		return
+	}
+	switch how {
+	case retryStep:
+		r.Attempt = 0
+	case rerunStep:
+		// A rerun's attempts go on numbering after the completed
+		// execution's (its budget moved along): the history keeps both
+		// apart, whatever the clocks say.
+		r.MaxAttempts += r.Attempt
+		r.CompAttempt, r.Output, r.StartedAt = 0, nil, nullTime{}
+		r.Reruns++
+	}
+	r.FinishedAt = nullTime{}
+	r.PendingDeps = 0
+	for _, d := range splitNames(r.Deps) {
+		if !done(d) {
+			r.PendingDeps++
+		}
+	}
+	if r.PendingDeps == 0 {
+		r.Status = string(persistence.StepQueued)
+		r.QueuedAt = nullTime{T: now, Valid: true}
+	} else {
+		r.Status = string(persistence.StepWaiting)
+		r.QueuedAt = nullTime{}
+	}
 }
