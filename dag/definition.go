@@ -50,6 +50,8 @@ type StepDefinition struct {
 	Timeout string `json:"timeout"`
 	// Compensation says the step has a compensation handler.
 	Compensation bool `json:"compensation"`
+	// Wait describes a wait or sleep step; omitted for the others.
+	Wait *WaitDefinition `json:"wait,omitempty"`
 }
 
 // RetryDefinition is a resolved [RetryPolicy] with its durations written
@@ -88,6 +90,7 @@ func (w *Workflow) Definition() Definition {
 			},
 			Timeout:      s.Timeout.String(),
 			Compensation: s.Compensation != nil,
+			Wait:         s.Wait.definition(),
 		}
 	}
 	return d
@@ -189,6 +192,11 @@ func isNoHandler(h steps.Handler) bool {
 	return ok
 }
 
+func isWaitHandler(h steps.Handler) bool {
+	_, ok := h.(waitHandler)
+	return ok
+}
+
 // options turns the step's resolved settings back into builder options.
 func (s StepDefinition) options(workflow string) ([]StepOption, error) {
 	dur := func(field, v string) (time.Duration, error) {
@@ -239,6 +247,13 @@ func (s StepDefinition) options(workflow string) ([]StepOption, error) {
 	}
 	if s.When != "" {
 		opts = append(opts, When(s.When))
+	}
+	if s.Wait != nil {
+		o, err := s.Wait.option(workflow, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
 	}
 	return opts, nil
 }

@@ -213,6 +213,43 @@ func (l *loader) retry(n *yaml.Node, field string) RetryPolicy {
 	return p
 }
 
+// waitFor reads a step's wait_for: {event, correlate, timeout} or
+// {signal: true, timeout}.
+func (l *loader) waitFor(n *yaml.Node, field string) StepOption {
+	if !l.Mapping(n, field, "a mapping with event and correlate, or signal: true") {
+		return nil
+	}
+	var (
+		event, signal string
+		opts          []WaitOption
+	)
+	l.Fields(n, field, []string{"event", "correlate", "timeout", "signal"}, func(key string, _, v *yaml.Node) {
+		f := yamlwalk.Join(field, key)
+		switch key {
+		case "event":
+			event, _ = l.Str(v, f)
+		case "correlate":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, Correlate(e))
+			}
+		case "timeout":
+			if d, ok := l.Duration(v, f); ok {
+				opts = append(opts, WaitTimeout(d))
+			}
+		case "signal":
+			signal, _ = l.Str(v, f)
+		}
+	})
+	switch {
+	case signal == "true" && event == "":
+		return WaitForSignal(opts...)
+	case signal != "" && signal != "false":
+		l.Failf(n, field, "signal: want true (a wait for a signal) or an event, not %q", signal)
+		return nil
+	}
+	return WaitFor(event, opts...)
+}
+
 // stepNode remembers where a step was declared, to locate build errors.
 type stepNode struct {
 	name   string
@@ -340,7 +377,8 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		opts []StepOption
 		ok   = true
 	)
-	known := []string{"name", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue"}
+	known := []string{"name", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue",
+		"wait_for", "sleep", "sleep_until"}
 	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
@@ -370,12 +408,28 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 			if q, ok := l.Str(v, f); ok {
 				opts = append(opts, Queue(q))
 			}
+		case "wait_for":
+			if o := l.waitFor(v, f); o != nil {
+				opts = append(opts, o)
+			}
+		case "sleep":
+			if d, ok := l.Duration(v, f); ok {
+				opts = append(opts, Sleep(d))
+			}
+		case "sleep_until":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, SleepUntil(e))
+			}
 		}
 		if l.Problems() > before {
 			ok = false
 		}
 	})
-	for _, req := range []string{"name", "handler"} {
+	required := []string{"name", "handler"}
+	if d.fields["wait_for"] != nil || d.fields["sleep"] != nil || d.fields["sleep_until"] != nil {
+		required = []string{"name"} // a wait or sleep step runs no handler
+	}
+	for _, req := range required {
 		if d.fields[req] == nil {
 			l.Fail(n, path+"."+req, fmt.Errorf("%w: every step needs a %s", ErrMissingField, req))
 			ok = false

@@ -99,7 +99,7 @@ func TestLoadYAMLErrors(t *testing.T) {
 		{
 			name: "unknown step field", wantIs: dag.ErrUnknownField,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    depends_on: [b]\n",
-			wantMsg: "dag: order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name handler after needs when retry timeout compensate queue])",
+			wantMsg: "dag: order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name handler after needs when retry timeout compensate queue wait_for sleep sleep_until])",
 		},
 		{
 			name: "unknown retry field", wantIs: dag.ErrUnknownField,

@@ -34,7 +34,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	definitions(t, s, now)
 	apiKeys(t, s, now)
 	events(t, s.DB(), now)
-	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs"} {
+	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs", "step_waits"} {
 		if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +43,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
+	qs = append(qs, s.ParkedQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
@@ -55,7 +56,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: reads %s (%s, %q), want %s in order\n%s", q.Name, r["key"], r["type"], r["Extra"], want, q.SQL)
 			}
 			switch {
-			case q.Name == "StepListChanged/latest" && strings.Contains(r["Extra"], "Select tables optimized away"):
+			case (q.Name == "StepListChanged/latest" || q.Name == "StepListParkedDue/next") && strings.Contains(r["Extra"], "Select tables optimized away"):
 				// MAX over the leading column of idx_steps_updated: one
 				// index entry read at plan time.
 			case strings.HasPrefix(r["table"], "<"):
@@ -96,6 +97,12 @@ func rangeOf(name string) string {
 		return "idx_events_name_published"
 	case name == "EventListPending":
 		return "idx_events_pending"
+	case name == "StepListParkedDue":
+		return "idx_step_waits_due"
+	case name == "EventCreate/waiters":
+		return "idx_step_waits_match"
+	case name == "StepPark/match":
+		return "idx_events_correlation"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	}
@@ -228,15 +235,34 @@ func events(t *testing.T, db *sql.DB, now time.Time) {
 			if n >= 2970 {
 				disp = nil
 			}
-			ev = append(ev, "(?, ?, ?, ?, ?)")
-			evArgs = append(evArgs, id, fmt.Sprintf("order.e%d", n%10), []byte(`{"total":1}`), now.Add(time.Duration(n-3000)*30*time.Second), disp)
+			ev = append(ev, "(?, ?, ?, ?, ?, ?)")
+			evArgs = append(evArgs, id, fmt.Sprintf("order.e%d", n%10), []byte(`{"total":1}`), now.Add(time.Duration(n-3000)*30*time.Second), disp,
+				fmt.Sprintf("A-%d", n))
 			runs = append(runs, "(?, ?, ?)")
 			runArgs = append(runArgs, id, "w1", fmt.Sprintf("run-%05d", n))
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO events (id, name, payload, published_at, dispatched_at) VALUES "+strings.Join(ev, ", "), evArgs...); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO events (id, name, payload, published_at, dispatched_at, correlation) VALUES "+strings.Join(ev, ", "), evArgs...); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "INSERT INTO event_runs (event_id, workflow, run_id) VALUES "+strings.Join(runs, ", "), runArgs...); err != nil {
+			t.Fatal(err)
+		}
+		// As many parked steps: waits for payment.captured of a
+		// correlation each, and sleeps, due over two days around now.
+		var waits []string
+		var waitArgs []any
+		for i := range 100 {
+			n := b*100 + i
+			kind, event, corr := "event", "payment.captured", fmt.Sprintf("A-%d", n)
+			if n%3 == 0 {
+				kind, event, corr = "sleep", "", ""
+			}
+			waits = append(waits, "(?, ?, ?, ?, ?, ?, ?, ?)")
+			waitArgs = append(waitArgs, fmt.Sprintf("run-%05d", n), "pay", "w1", kind, event, corr,
+				now.Add(time.Duration(n-1500)*time.Minute), now)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO step_waits (run_id, step, workflow, kind, event_name, correlation, due_at, created_at) VALUES "+
+			strings.Join(waits, ", "), waitArgs...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -169,6 +169,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
+	qs = append(qs, s.ParkedQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
@@ -224,6 +225,12 @@ func rangeOf(name string) string {
 		return "idx_events_name_published"
 	case name == "EventListPending":
 		return "idx_events_pending"
+	case name == "StepListParkedDue":
+		return "idx_step_waits_due"
+	case name == "EventCreate/waiters":
+		return "idx_step_waits_match"
+	case name == "StepPark/match":
+		return "idx_events_correlation"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	}

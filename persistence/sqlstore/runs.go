@@ -112,10 +112,12 @@ func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionPa
 		}
 		res.Run = run
 		if p.CancelPendingSteps {
-			res.Cancelled, err = s.stepsTransition(ctx, q, run.ID, nil,
-				[]persistence.StepStatus{persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying},
-				persistence.StepCancelled, "", now)
-			return err
+			if res.Cancelled, err = s.stepsTransition(ctx, q, run.ID, nil,
+				persistence.CancellableSteps,
+				persistence.StepCancelled, "", now); err != nil {
+				return err
+			}
+			return s.dropWaits(ctx, q, run.ID)
 		}
 		return nil
 	})
@@ -235,6 +237,7 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 		// the runs last, alone, for the count of those deleted.
 		list := in(len(args))
 		if err := s.execAll(ctx, q,
+			stmt{`DELETE FROM step_waits WHERE run_id IN (` + list + `)`, args},
 			stmt{`DELETE FROM step_attempts WHERE run_id IN (` + list + `)`, args},
 			stmt{`DELETE FROM step_runs WHERE run_id IN (` + list + `)`, args}); err != nil {
 			return err
