@@ -323,6 +323,9 @@ type EventCreateParams struct {
 	// event's payload as their output in the same transaction (one
 	// indexed lookup; see StepPark).
 	Correlation string
+	// WaitOutput is the output the resolved steps get: the payload as an
+	// output (a codec may encode outputs apart from inputs); nil: Payload.
+	WaitOutput []byte
 }
 
 // EventCreateResult is the outcome of Store.EventCreate.

@@ -209,7 +209,7 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 	res.Event = ev
 	if ev.Correlation != "" {
 		var err error
-		if res.Resolved, err = s.resolveWaiters(ctx, q, ev, now); err != nil {
+		if res.Resolved, err = s.resolveWaiters(ctx, q, ev, p.WaitOutput, now); err != nil {
 			return persistence.EventCreateResult{}, err
 		}
 	}

@@ -156,9 +156,12 @@ func (s *Store) waitersSQL() string {
 
 // resolveWaiters completes, in the event's transaction (which holds the
 // correlation's lock), every step parked waiting for ev, with the event's
-// payload as output; a wait whose step is no longer parked (its run was
+// payload (output, when not nil) as their output; a wait whose step is no longer parked (its run was
 // cancelled meanwhile) is deleted.
-func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Event, now time.Time) ([]persistence.StepCompleteResult, error) {
+func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Event, output []byte, now time.Time) ([]persistence.StepCompleteResult, error) {
+	if output == nil {
+		output = ev.Payload
+	}
 	var waits []stepWaitRow
 	if err := s.selectAll(ctx, q, &waits, s.waitersSQL(), ev.Name, ev.Correlation); err != nil {
 		return nil, err
@@ -168,7 +171,7 @@ func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Ev
 		n := min(len(waits), maxBatch)
 		items := make([]persistence.StepCompleteParams, n)
 		for i, w := range waits[:n] {
-			items[i] = persistence.StepCompleteParams{RunID: w.RunID, Step: w.Step, Parked: true, Output: ev.Payload, Now: now}
+			items[i] = persistence.StepCompleteParams{RunID: w.RunID, Step: w.Step, Parked: true, Output: output, Now: now}
 		}
 		outs, err := s.completeIn(ctx, q, items, nil)
 		if err != nil {
