@@ -227,8 +227,6 @@ func rangeOf(name string) string {
 		return "idx_events_pending"
 	case name == "StepListParkedDue":
 		return "idx_step_waits_due"
-	case name == "EventCreate/waiters":
-		return "idx_step_waits_match"
 	case name == "StepPark/match":
 		return "idx_events_correlation"
 	case name == "StepListChanged":
@@ -242,6 +240,9 @@ func rangeOf(name string) string {
 // (see the MySQL test of the same name).
 func indexOf(name string) string {
 	switch {
+	case name == "EventCreate/waiters":
+		// Equality on (event_name, correlation): a ref of the index.
+		return "idx_step_waits_match"
 	case strings.HasPrefix(name, "RunListByKey"):
 		return "idx_runs_idempotency_created"
 	case name == "DefinitionList", name == "DefinitionUpsert/current":

@@ -85,8 +85,12 @@ func checkPark(p persistence.StepParkParams) error {
 	return nil
 }
 
-const matchEventSQL = `SELECT ` + eventCols + ` FROM events
-	WHERE name = ? AND correlation = ? AND published_at >= ? ORDER BY published_at DESC LIMIT 1`
+// matchEventSQL finds the newest event of a (name, correlation) in the
+// lookback window: the end of one range of idx_events_correlation.
+func (s *Store) matchEventSQL() string {
+	return `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
+		WHERE name = ? AND correlation = ? AND published_at >= ? ORDER BY published_at DESC LIMIT 1`
+}
 
 // StepPark implements persistence.Store.
 func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (persistence.StepParkResult, error) {
@@ -111,7 +115,7 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 		}
 		if p.Kind == persistence.WaitEvent {
 			var evs []eventRow
-			if err := s.selectAll(ctx, q, &evs, matchEventSQL, p.Event, p.Correlation, s.t(norm(p.EventsSince))); err != nil {
+			if err := s.selectAll(ctx, q, &evs, s.matchEventSQL(), p.Event, p.Correlation, s.t(norm(p.EventsSince))); err != nil {
 				return err
 			}
 			if len(evs) > 0 {
@@ -248,7 +252,7 @@ func (s *Store) StepListParkedDue(ctx context.Context, p persistence.ListDuePara
 func (s *Store) ParkedQueries(now time.Time) []Query {
 	qs := s.parkedDueQueries(persistence.ListDueParams{Before: now})
 	return append(qs,
-		Query{Name: "StepPark/match", SQL: matchEventSQL, Args: []any{"payment.captured", "A-1", s.t(now)}},
+		Query{Name: "StepPark/match", SQL: s.matchEventSQL(), Args: []any{"payment.captured", "A-1", s.t(now)}},
 		Query{Name: "EventCreate/waiters", SQL: s.waitersSQL(), Args: []any{"payment.captured", "A-1"}},
 	)
 }
