@@ -27,6 +27,9 @@ func (s *server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if req.ID != "" {
 		opts = append(opts, engine.EventID(req.ID))
 	}
+	if req.Correlation != "" {
+		opts = append(opts, engine.Correlation(req.Correlation))
+	}
 	p, err := s.e.Publish(r.Context(), req.Name, payload, opts...)
 	if err != nil {
 		return err

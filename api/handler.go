@@ -252,6 +252,7 @@ func (s *server) routes() []Route {
 		{Method: "GET", Path: "/v1/runs", Scope: ScopeRead, handle: s.listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Scope: ScopeRead, handle: s.getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
+		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/signal", Scope: ScopeOperate, handle: s.signalStep},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
 		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/skip", Scope: ScopeOperate, handle: s.skipStep},
 

@@ -23,6 +23,7 @@ const (
 	CodeBadRequest          = client.CodeBadRequest
 	CodeInvalidJSON         = client.CodeInvalidJSON
 	CodeInvalidName         = client.CodeInvalidName
+	CodeStepNotWaiting      = client.CodeStepNotWaiting
 	CodeInvalidParameter    = client.CodeInvalidParameter
 	CodeInvalidInput        = client.CodeInvalidInput
 	CodeBodyTooLarge        = client.CodeBodyTooLarge
@@ -97,6 +98,8 @@ func problemOf(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: CodeConflict, runID: te.RunID, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: CodeConflict, detail: err.Error(), err: err}
+	case errors.Is(err, engine.ErrNotWaiting):
+		return &apiError{status: http.StatusConflict, code: CodeStepNotWaiting, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrEventConflict):
 		return &apiError{status: http.StatusConflict, code: CodeEventConflict, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidEvent):

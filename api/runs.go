@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
@@ -199,6 +200,36 @@ func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		return withRun(err, id)
 	}
 	return writeJSON(w, http.StatusOK, toRun(info.Run))
+}
+
+// signalStep completes a step parked waiting for a signal (or an event)
+// with the body's payload as its output: POST
+// /v1/runs/{id}/steps/{step}/signal. It answers the run with its steps.
+func (s *server) signalStep(w http.ResponseWriter, r *http.Request) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	step := r.PathValue("step")
+	if !dag.ValidName(step) {
+		return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid", truncate(step))
+	}
+	var req client.SignalRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	payload, err := normalizeJSON(req.Payload, "payload")
+	if err != nil {
+		return err
+	}
+	if err := s.e.Signal(r.Context(), id, step, payload); err != nil {
+		return withRun(err, id)
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	return writeJSON(w, http.StatusOK, toRunDetail(info))
 }
 
 // retryRun runs a finished run again: POST /v1/runs/{id}/retry with an

@@ -110,6 +110,7 @@ type stepConfig struct {
 	when     string
 	queue    string
 	queueSet bool
+	wait     *Wait
 	http     *HTTPDefinition // storedHTTP
 }
 
@@ -261,6 +262,17 @@ func (b *Builder) Build() (*Workflow, error) {
 	}
 	for _, s := range w.steps {
 		s.reads = s.Deps
+		if s.Wait != nil && len(s.Wait.refs) > 0 {
+			up := w.upstream(s.Name)
+			for _, ref := range s.Wait.refs {
+				switch {
+				case !up[ref]:
+					v.add(s.Name, ErrBadCondition, "step %q: its wait refers to step %q, which is not upstream of %q", s.Name, ref, s.Name)
+				case !slices.Contains(s.reads, ref):
+					s.reads = append(slices.Clone(s.reads), ref)
+				}
+			}
+		}
 		if s.cond == nil {
 			continue
 		}
@@ -297,6 +309,7 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 		Timeout:      c.timeout,
 		Queue:        c.queue,
 		When:         c.when,
+		Wait:         c.wait,
 		workflow:     b.name,
 		http:         c.http,
 	}
@@ -308,7 +321,16 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 	if !ValidName(d.name) {
 		v.add(d.name, ErrInvalidName, "invalid step name %q (%s)", d.name, nameRule)
 	}
-	if steps.IsNil(d.h) {
+	switch {
+	case c.wait != nil:
+		// A wait step runs no handler: it is parked. A plan built from a
+		// definition hands it its stand-in or the node's wait handler.
+		if !steps.IsNil(d.h) && !isNoHandler(d.h) && !isWaitHandler(d.h) {
+			v.add(d.name, ErrInvalidOption, "step %q: a wait or sleep step takes no handler (give nil)", d.name)
+		}
+		s.Handler = waitHandler{}
+		c.wait.check(v, d.name)
+	case steps.IsNil(d.h):
 		v.add(d.name, ErrStepWithoutHandler, "step %q: nil handler", d.name)
 	}
 	if c.compSet && steps.IsNil(c.comp) {

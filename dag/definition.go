@@ -55,6 +55,8 @@ type StepDefinition struct {
 	// a header's value).
 	Kind string          `json:"kind,omitempty"`
 	HTTP *HTTPDefinition `json:"http,omitempty"`
+	// Wait describes a wait or sleep step; omitted for the others.
+	Wait *WaitDefinition `json:"wait,omitempty"`
 }
 
 // RetryDefinition is a resolved [RetryPolicy] with its durations written
@@ -93,6 +95,7 @@ func (w *Workflow) Definition() Definition {
 			},
 			Timeout:      s.Timeout.String(),
 			Compensation: s.Compensation != nil,
+			Wait:         s.Wait.definition(),
 		}
 		switch h := s.Handler.(type) {
 		case *steps.HTTP:
@@ -210,6 +213,11 @@ func isNoHandler(h steps.Handler) bool {
 	return ok
 }
 
+func isWaitHandler(h steps.Handler) bool {
+	_, ok := h.(waitHandler)
+	return ok
+}
+
 // options turns the step's resolved settings back into builder options.
 func (s StepDefinition) options(workflow string) ([]StepOption, error) {
 	dur := func(field, v string) (time.Duration, error) {
@@ -260,6 +268,13 @@ func (s StepDefinition) options(workflow string) ([]StepOption, error) {
 	}
 	if s.When != "" {
 		opts = append(opts, When(s.When))
+	}
+	if s.Wait != nil {
+		o, err := s.Wait.option(workflow, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
 	}
 	return opts, nil
 }

@@ -44,6 +44,9 @@ type Step struct {
 	Queue string
 	// When is the condition's source, empty when the step always runs.
 	When string
+	// Wait, when set, makes the step a wait or sleep step ([WaitFor],
+	// [WaitForSignal], [Sleep], [SleepUntil]): it runs no handler.
+	Wait *Wait
 
 	workflow string
 	cond     *condition

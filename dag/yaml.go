@@ -229,6 +229,43 @@ func (l *loader) retry(n *yaml.Node, field string) RetryPolicy {
 	return p
 }
 
+// waitFor reads a step's wait_for: {event, correlate, timeout} or
+// {signal: true, timeout}.
+func (l *loader) waitFor(n *yaml.Node, field string) StepOption {
+	if !l.Mapping(n, field, "a mapping with event and correlate, or signal: true") {
+		return nil
+	}
+	var (
+		event, signal string
+		opts          []WaitOption
+	)
+	l.Fields(n, field, []string{"event", "correlate", "timeout", "signal"}, func(key string, _, v *yaml.Node) {
+		f := yamlwalk.Join(field, key)
+		switch key {
+		case "event":
+			event, _ = l.Str(v, f)
+		case "correlate":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, Correlate(e))
+			}
+		case "timeout":
+			if d, ok := l.Duration(v, f); ok {
+				opts = append(opts, WaitTimeout(d))
+			}
+		case "signal":
+			signal, _ = l.Str(v, f)
+		}
+	})
+	switch {
+	case signal == "true" && event == "":
+		return WaitForSignal(opts...)
+	case signal != "" && signal != "false":
+		l.Failf(n, field, "signal: want true (a wait for a signal) or an event, not %q", signal)
+		return nil
+	}
+	return WaitFor(event, opts...)
+}
+
 // stepNode remembers where a step was declared, to locate build errors.
 type stepNode struct {
 	name   string
@@ -358,7 +395,8 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		hs   httpStep
 		deps []string
 	)
-	known := append([]string{"name", "kind", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue"}, httpFields...)
+	known := append([]string{"name", "kind", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue",
+		"wait_for", "sleep", "sleep_until"}, httpFields...)
 	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
@@ -395,6 +433,18 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 			if q, ok := l.Str(v, f); ok {
 				opts = append(opts, Queue(q))
 			}
+		case "wait_for":
+			if o := l.waitFor(v, f); o != nil {
+				opts = append(opts, o)
+			}
+		case "sleep":
+			if d, ok := l.Duration(v, f); ok {
+				opts = append(opts, Sleep(d))
+			}
+		case "sleep_until":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, SleepUntil(e))
+			}
 		default: // the fields of kind: http
 			l.httpField(&hs, key, f, v)
 		}
@@ -406,8 +456,10 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		l.Fail(n, path+".name", fmt.Errorf("%w: every step needs a name", ErrMissingField))
 		ok = false
 	}
-	if d.fields["handler"] == nil && hs.kindNode == nil {
-		l.Fail(n, path+".handler", fmt.Errorf("%w: every step needs a handler (or kind: http)", ErrMissingField))
+	waits := d.fields["wait_for"] != nil || d.fields["sleep"] != nil || d.fields["sleep_until"] != nil
+	if d.fields["handler"] == nil && hs.kindNode == nil && !waits {
+		// A wait or sleep step runs no handler.
+		l.Fail(n, path+".handler", fmt.Errorf("%w: every step needs a handler (or kind: http, wait_for, sleep or sleep_until)", ErrMissingField))
 		ok = false
 	}
 	if !ok {

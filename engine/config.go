@@ -77,6 +77,12 @@ type Config struct {
 	// starts the runs at once. Default 500ms. Negative: this node runs no
 	// outbox loop (its reconcile passes still dispatch such events).
 	OutboxInterval time.Duration
+	// EventLookback is how far back a wait step (dag.WaitFor) that starts
+	// waiting looks for its event: an event published up to this long
+	// before is matched at once. Default DefaultEventLookback (24h);
+	// negative: only events published after the step parked match. Keep
+	// events at least this long.
+	EventLookback time.Duration
 	// ScheduleInterval is how often this node evaluates the schedules and
 	// starts the runs of due ticks. Default 1s. Negative: this node fires
 	// no schedules (Start still stores the ones it declares).
@@ -246,6 +252,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval
+	}
+	if c.EventLookback == 0 {
+		c.EventLookback = DefaultEventLookback
 	}
 	if c.ScheduleInterval == 0 {
 		c.ScheduleInterval = DefaultScheduleInterval

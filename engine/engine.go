@@ -21,6 +21,7 @@ import (
 // Engine runs workflows. Create it with New, Register workflows, then
 // Start it; Stop it to finish.
 type Engine struct {
+	timer *parkTimer // the one timer of parked steps (waits.go)
 	cfg   Config
 	store persistence.Store
 	q     *queue.Queue
@@ -120,6 +121,7 @@ func New(cfg Config) (*Engine, error) {
 		// outboxNudge holds one nudge: more before the loop wakes add
 		// nothing.
 		outboxNudge: make(chan struct{}, 1),
+		timer:       newParkTimer(),
 		// Unbuffered: a request is taken by a trigger loop or not at all.
 		triggers:    make(chan *triggerReq),
 		stopTrigger: make(chan struct{}),
@@ -321,6 +323,8 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.wg.Add(1)
 		go e.outboxLoop()
 	}
+	e.wg.Add(1)
+	go e.timerLoop()
 	if e.cfg.MaxClockSkew >= 0 {
 		e.wg.Add(1)
 		go e.clockLoop()

@@ -39,8 +39,16 @@ var (
 type PublishOption func(*publishOptions)
 
 type publishOptions struct {
-	id string
+	id          string
+	correlation string
 }
+
+// Correlation gives the event a correlation value: the steps waiting for
+// an event of this name (dag.WaitFor) whose Correlate expression has
+// this value complete with the event's payload as their output, in the
+// event's transaction. A step that starts waiting later finds the event
+// within Config.EventLookback. At most 255 characters.
+func Correlation(v string) PublishOption { return func(o *publishOptions) { o.correlation = v } }
 
 // EventID names the event: however often, and on however many nodes, an
 // event with this id is published, it starts its runs once, and a repeat
@@ -115,6 +123,7 @@ func (e *Engine) Publish(ctx context.Context, name string, payload any, opts ...
 	}
 	// A failed enqueue is logged; the reconciler dispatches the runs.
 	e.enqueueCreated(ctx, created)
+	e.afterResolved(ctx, res.Resolved)
 	return published(res.Event, true), nil
 }
 
@@ -158,6 +167,8 @@ func (e *Engine) PublishTx(ctx context.Context, tx persistence.DBTX, name string
 		}
 	}
 	e.nudgeOutbox()
+	// The steps the event resolved are queued in the caller's
+	// transaction: the reconciler enqueues them once it commits.
 	return published(res.Event, true), nil
 }
 
@@ -244,7 +255,12 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 	if err != nil {
 		return persistence.EventCreateParams{}, nil, err
 	}
-	p := persistence.EventCreateParams{ID: o.id, Name: name, Payload: stored, Now: e.clock.Now()}
+	p := persistence.EventCreateParams{ID: o.id, Name: name, Payload: stored, Now: e.clock.Now(), Correlation: o.correlation}
+	if o.correlation != "" {
+		if p.WaitOutput, err = e.encodePayload(ctx, codec.Output, raw); err != nil {
+			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
+		}
+	}
 	for _, wf := range subs {
 		if !e.matches(ctx, wf.sub, raw) {
 			continue

@@ -60,6 +60,9 @@ type ReconcileResult struct {
 	RetriesDue   int
 	LeaseExpired int
 	Sagas        int
+	// Parked counts the parked steps whose time came: sleeps completed,
+	// waits timed out.
+	Parked ParkedResult
 	// EventsDispatched counts committed events of PublishTx whose runs
 	// this pass enqueued.
 	EventsDispatched int
@@ -79,6 +82,13 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	for name := range e.allQueues() {
 		if _, err := e.q.Sweep(ctx, name, reconcileBatch); err != nil {
 			return r, err
+		}
+	}
+	if len(workflows) > 0 {
+		parked, _, err := e.wakeParked(ctx, now)
+		r.Parked = parked
+		if err != nil {
+			return r, fmt.Errorf("engine: reconcile: parked steps: %w", err)
 		}
 	}
 	n, err := e.dispatchOutbox(ctx)

@@ -16,6 +16,8 @@ type counters struct {
 	stepsFailed      atomic.Int64
 	stepsDead        atomic.Int64
 	stepsSkipped     atomic.Int64
+	stepsParked      atomic.Int64
+	signals          atomic.Int64
 	staleCompletions atomic.Int64
 	compensations    atomic.Int64
 	reconciled       atomic.Int64
@@ -56,6 +58,9 @@ type Stats struct {
 	StepsFailed    int64 // failed attempts, retried or not
 	StepsDead      int64
 	StepsSkipped   int64
+	// StepsParked counts wait and sleep steps this node parked, and
+	// Signals the signals that completed a parked step.
+	StepsParked, Signals int64
 	// StaleCompletions counts outcomes refused because the worker had lost
 	// its lease (a zombie worker's late result).
 	StaleCompletions int64
@@ -115,6 +120,7 @@ func (e *Engine) Stats() Stats {
 		RunsCreated:    c.runsCreated.Load(), StepsStarted: c.stepsStarted.Load(),
 		StepsSucceeded: c.stepsSucceeded.Load(), StepsFailed: c.stepsFailed.Load(),
 		StepsDead: c.stepsDead.Load(), StepsSkipped: c.stepsSkipped.Load(),
+		StepsParked: c.stepsParked.Load(), Signals: c.signals.Load(),
 		StaleCompletions: c.staleCompletions.Load(), Compensations: c.compensations.Load(),
 		Reconciled: c.reconciled.Load(), Errors: c.errors.Load(), InFlight: n,
 		ClaimBatches: c.claimBatches.Load(), ClaimItems: c.claimItems.Load(),

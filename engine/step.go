@@ -97,6 +97,10 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 	if err := e.checkStepInput(res, sc.Step); err != nil {
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
+	if sdef.Wait != nil {
+		// A wait or sleep step runs no handler: it is parked.
+		return e.park(ctx, ex, res, sc, sdef, w, log)
+	}
 	h := sdef.Handler
 	if sdef.When != "" {
 		h = e.conditional(sdef)

@@ -33,6 +33,9 @@ const (
 	// WaitRunning: the step (or its compensation) is running; the
 	// worker's lease ends at DueAt unless renewed.
 	WaitRunning WaitReason = "running"
+	// WaitParked: a wait or sleep step is parked until its event, its
+	// signal or its time (DueAt: a sleep's wake-up, a wait's timeout).
+	WaitParked WaitReason = "parked"
 )
 
 // StepWait says why a step is not running (WhyWaiting).
@@ -114,6 +117,24 @@ func (e *Engine) WhyWaiting(ctx context.Context, runID, step string) (StepWait, 
 			w.Detail = "compensating; the worker's lease ends at " + stamp(w.DueAt) + " unless renewed"
 			return w, nil
 		}
+	case persistence.StepParked:
+		pw, err := e.store.StepWaitGet(ctx, s.RunID, s.Step)
+		if err != nil {
+			return w, err
+		}
+		w.Reason, w.DueAt = WaitParked, deref(pw.DueAt)
+		switch pw.Kind {
+		case persistence.WaitSleep:
+			w.Detail = "sleeping until " + stamp(w.DueAt)
+		case persistence.WaitEvent:
+			w.Detail = fmt.Sprintf("waiting for event %q with correlation %q (or a signal)", pw.Event, pw.Correlation)
+		default:
+			w.Detail = "waiting for a signal"
+		}
+		if pw.Kind != persistence.WaitSleep && pw.DueAt != nil {
+			w.Detail += "; times out at " + stamp(w.DueAt)
+		}
+		return w, nil
 	case persistence.StepQueued, persistence.StepRetrying:
 	default:
 		w.Reason, w.Detail = WaitNone, "the step is "+string(s.Status)

@@ -43,8 +43,11 @@ func (s RunStatus) Valid() bool {
 //	running -> retrying -> (claimed again) running
 //	running -> dead
 //	waiting|queued -> skipped
+//	running -> parked (a wait or sleep step, once claimed: no lease, no task)
+//	parked -> succeeded (event matched, signal, timer fired)
+//	parked -> retrying | dead (a wait's timeout)
 //	succeeded -> compensating -> compensated | compensation_failed
-//	waiting|queued|retrying -> cancelled
+//	waiting|queued|retrying|parked -> cancelled
 type StepStatus string
 
 // Step statuses.
@@ -60,13 +63,16 @@ const (
 	StepCompensated        StepStatus = "compensated"
 	StepCompensationFailed StepStatus = "compensation_failed"
 	StepCancelled          StepStatus = "cancelled"
+	// StepParked is a wait or sleep step waiting for its event, signal
+	// or timer: a row and nothing else (no worker slot, lease or task).
+	StepParked StepStatus = "parked"
 )
 
 // Valid reports whether s is one of the defined step statuses.
 func (s StepStatus) Valid() bool {
 	switch s {
 	case StepWaiting, StepQueued, StepRunning, StepRetrying, StepSucceeded, StepDead,
-		StepSkipped, StepCompensating, StepCompensated, StepCompensationFailed, StepCancelled:
+		StepSkipped, StepCompensating, StepCompensated, StepCompensationFailed, StepCancelled, StepParked:
 		return true
 	}
 	return false
@@ -77,10 +83,15 @@ func (s StepStatus) Valid() bool {
 func (s StepStatus) Done() bool { return s == StepSucceeded || s == StepSkipped }
 
 // Pending reports whether the step has not started its forward execution
-// yet and can still be cancelled: waiting, queued or retrying.
+// yet, or is parked, and can still be cancelled: waiting, queued,
+// retrying or parked.
 func (s StepStatus) Pending() bool {
-	return s == StepWaiting || s == StepQueued || s == StepRetrying
+	return s == StepWaiting || s == StepQueued || s == StepRetrying || s == StepParked
 }
+
+// CancellableSteps are the step statuses a cancelled or failed run
+// cancels: those of Pending.
+var CancellableSteps = []StepStatus{StepWaiting, StepQueued, StepRetrying, StepParked}
 
 // AttemptKind says whether an attempt ran a step's handler or its
 // compensation.

@@ -144,6 +144,20 @@ type Store interface {
 	StepReleaseLeases(ctx context.Context, p StepReleaseLeasesParams) ([]StepRun, error)
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
+	// StepPark parks the fence holder's step (a wait or a sleep): it
+	// becomes parked, holding no lease, with a wait row saying what ends
+	// it. A WaitEvent step whose event was published within the lookback
+	// window is not parked: the result's Matched is that event. A stale
+	// fence gives ErrFenceMismatch.
+	StepPark(ctx context.Context, p StepParkParams) (StepParkResult, error)
+	// StepWaitGet returns a parked step's wait, or ErrStepNotFound when
+	// the step is not parked.
+	StepWaitGet(ctx context.Context, runID, step string) (StepWait, error)
+	// StepListParkedDue lists the waits due at or before p.Before (a
+	// sleep to wake, a wait timed out), soonest first, at most p.Limit,
+	// and the due time of the next one after p.Before (zero for none):
+	// one range and one probe of the due index.
+	StepListParkedDue(ctx context.Context, p ListDueParams) ([]StepWait, time.Time, error)
 
 	// AttemptList returns a run's history in the order a person reads
 	// it: step by step in plan order (the order of RunCreateParams.Steps,
@@ -309,6 +323,9 @@ type Event struct {
 	// DispatchedAt is when its runs were handed to the queues; nil while
 	// an event recorded in a caller's transaction waits for the engine.
 	DispatchedAt *time.Time
+	// Correlation is the value waiting steps are matched by; empty for
+	// none.
+	Correlation string
 	// Runs are the runs the event started, by workflow name.
 	Runs []EventRun
 }
@@ -333,6 +350,14 @@ type EventCreateParams struct {
 	// Dispatched stores the event as dispatched at Now: the caller
 	// enqueues the runs itself right after the commit.
 	Dispatched bool
+	// Correlation, when not empty, is stored with the event, and the
+	// steps parked waiting for (Name, Correlation) are resolved with the
+	// event's payload as their output in the same transaction (one
+	// indexed lookup; see StepPark).
+	Correlation string
+	// WaitOutput is the output the resolved steps get: the payload as an
+	// output (a codec may encode outputs apart from inputs); nil: Payload.
+	WaitOutput []byte
 }
 
 // EventCreateResult is the outcome of Store.EventCreate.
@@ -346,6 +371,9 @@ type EventCreateResult struct {
 	// Runs are the results of creating p.Runs, in order (a run that
 	// already existed for its key has Created false).
 	Runs []RunCreateResult
+	// Resolved are the completions of the parked steps the event
+	// matched (their Ready steps are to be enqueued).
+	Resolved []StepCompleteResult
 }
 
 // EventListParams are the arguments of Store.EventList.
@@ -663,7 +691,12 @@ type StepCompleteParams struct {
 	Skipped bool
 	// Compensation completes a compensation: the step becomes compensated.
 	Compensation bool
-	Now          time.Time
+	// Parked resolves a parked step (an event matched, a signal, a timer
+	// fired) instead of completing a fenced attempt: it succeeds only
+	// while the step is parked (Fence is ignored), so of two resolutions
+	// racing, one wins and the other gets ErrFenceMismatch.
+	Parked bool
+	Now    time.Time
 }
 
 // StepCompleteResult is what Store.StepComplete returns.
@@ -759,6 +792,69 @@ type StepFailParams struct {
 	DeadRunStatus RunStatus
 	// DeadRunError is stored as the run's error with DeadRunStatus.
 	DeadRunError string
+	// Parked fails a parked step (a wait's timeout) instead of a fenced
+	// attempt: it succeeds only while the step is parked (Fence is
+	// ignored); otherwise ErrFenceMismatch.
+	Parked bool
+}
+
+// WaitKind is what a parked step waits for.
+type WaitKind string
+
+// Wait kinds.
+const (
+	// WaitEvent waits for an event of a name and correlation value (and
+	// accepts a signal too).
+	WaitEvent WaitKind = "event"
+	// WaitSignal waits for a signal only (human approval).
+	WaitSignal WaitKind = "signal"
+	// WaitSleep waits until its due time (a durable timer).
+	WaitSleep WaitKind = "sleep"
+)
+
+// Valid reports whether k is one of the defined wait kinds.
+func (k WaitKind) Valid() bool { return k == WaitEvent || k == WaitSignal || k == WaitSleep }
+
+// StepParkParams are the arguments of Store.StepPark.
+type StepParkParams struct {
+	RunID string
+	Step  string
+	Fence string // the claim's: the step is running under it
+	Kind  WaitKind
+	// Event and Correlation are what a WaitEvent step waits for.
+	Event       string
+	Correlation string
+	// DueAt is when a sleep wakes, or a wait times out; nil for a wait
+	// without a timeout (a sleep must have one).
+	DueAt *time.Time
+	// EventsSince, for a WaitEvent step, is the start of the lookback
+	// window: the newest event of (Event, Correlation) published at or
+	// after it is matched at once.
+	EventsSince time.Time
+	Now         time.Time
+}
+
+// StepParkResult is the outcome of Store.StepPark.
+type StepParkResult struct {
+	// Step is the step as parked (or, with Matched, as it was: still
+	// running under the caller's fence).
+	Step StepRun
+	// Matched is the event, published before the step parked, that
+	// completes it: nothing was parked, and the caller completes the step
+	// with the event's payload under its fence.
+	Matched *Event
+}
+
+// StepWait is one parked step's wait (Store.StepListParkedDue).
+type StepWait struct {
+	RunID       string
+	Step        string
+	Workflow    string
+	Kind        WaitKind
+	Event       string
+	Correlation string
+	DueAt       *time.Time
+	CreatedAt   time.Time
 }
 
 // RunReopenParams are the arguments of Store.RunReopen.

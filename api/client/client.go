@@ -312,6 +312,15 @@ func (c *Client) CancelRun(ctx context.Context, id string) (Run, error) {
 	return out, err
 }
 
+// Signal calls POST /v1/runs/{id}/steps/{step}/signal: it completes a
+// step parked waiting for a signal (or an event) with payload as its
+// output, and returns the run with its steps.
+func (c *Client) Signal(ctx context.Context, id, step string, payload json.RawMessage) (RunDetail, error) {
+	var out RunDetail
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/steps/"+seg(step)+"/signal", nil, nil, SignalRequest{Payload: payload}, &out)
+	return out, err
+}
+
 // RetryRun calls POST /v1/runs/{id}/retry: the zero request retries the
 // run's failed steps; RetryRequest{Mode: RetryFromStep, Step: s} reruns
 // it from s.

@@ -51,6 +51,9 @@ const (
 	// CodeEventConflict: the event id was published before with another
 	// name or payload.
 	CodeEventConflict = "event_conflict"
+	// CodeStepNotWaiting: a signal of a step that is not parked waiting
+	// for one (not ready yet, finished, or a sleep).
+	CodeStepNotWaiting = "step_not_waiting"
 	// CodeUnavailable: the server is stopping, or its store does not answer.
 	CodeUnavailable = "unavailable"
 	// CodeInternal: the server failed; its log has the cause.

@@ -100,6 +100,15 @@ type PublishRequest struct {
 	// Payload is the event's payload, any JSON value; it becomes the
 	// started runs' input.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Correlation completes the steps waiting for an event of this name
+	// with this correlation value, with Payload as their output.
+	Correlation string `json:"correlation,omitempty"`
+}
+
+// SignalRequest is the body of POST /v1/runs/{id}/steps/{step}/signal.
+type SignalRequest struct {
+	// Payload becomes the signalled step's output (any JSON value).
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // EventRun is a run an event started.

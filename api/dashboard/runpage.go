@@ -128,7 +128,7 @@ func pickStep(sts []persistence.StepRun) string {
 	}
 	for _, want := range [][]persistence.StepStatus{
 		{persistence.StepDead, persistence.StepCompensationFailed},
-		{persistence.StepRunning, persistence.StepRetrying, persistence.StepCompensating},
+		{persistence.StepRunning, persistence.StepRetrying, persistence.StepCompensating, persistence.StepParked},
 		{persistence.StepQueued, persistence.StepWaiting},
 	} {
 		for _, s := range sts {
@@ -189,7 +189,8 @@ func (d *Dashboard) stepPanel(ctx context.Context, ri engine.RunInfo, plan []pla
 		det.Output = prettyJSON(d.cfg.Redact(Payload{Workflow: ri.Run.Workflow, RunID: ri.Run.ID, Step: st.Step, Kind: "output"}, st.Output))
 	}
 	switch st.Status {
-	case persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying, persistence.StepRunning, persistence.StepCompensating:
+	case persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying, persistence.StepRunning, persistence.StepCompensating,
+		persistence.StepParked:
 		wt, err := d.e.WhyWaiting(ctx, ri.Run.ID, st.Step)
 		if err != nil {
 			det.WaitErr = err.Error()

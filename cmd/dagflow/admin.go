@@ -62,7 +62,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 	}
 	runs := withBackends(&cobra.Command{
 		Use:   "runs",
-		Short: "list runs (newest first), show one, or delete old ones: runs [list|show RUN_ID|purge --before DATE]",
+		Short: "list runs (newest first), show one, retry, skip, signal or purge: runs [list|show RUN_ID|retry|skip|signal|purge]",
 		Args:  noArgs,
 		RunE:  list,
 	}, &b, sec)
@@ -94,6 +94,31 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 		},
 	}, &sb, sec), newPurgeCmd(sec))
 	runs.AddCommand(newRunsRetryCmd(sec), newRunsSkipCmd(sec))
+	var payload string
+	signal := withInspector(&cobra.Command{
+		Use:   "signal RUN_ID STEP",
+		Short: "complete a step waiting for a signal (or an event) with --payload as its output",
+		Long: "Complete a parked wait step (human approval) with --payload as its output; the steps\n" +
+			"after it are queued. A step that is not waiting is an error; repeating the signal\n" +
+			"that completed the step, with the same payload, is not.\n\n" + redisURLHelp,
+		Args: exactArgs("RUN_ID", "STEP"),
+	}, sec, true, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
+		raw, err := readPayload(payload, cmd.InOrStdin())
+		if err != nil {
+			return err
+		}
+		var in any
+		if raw != nil {
+			in = raw
+		}
+		if err := e.Signal(cmd.Context(), args[0], args[1], in); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s signalled\n", cell(args[0]), cell(args[1]))
+		return nil
+	})
+	signal.Flags().StringVar(&payload, "payload", "", "the step's output: JSON, @FILE to read it from a file, or @- from stdin (default: none)")
+	runs.AddCommand(signal)
 	return runs
 }
 

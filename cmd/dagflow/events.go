@@ -44,7 +44,7 @@ func newEventsCmd(sec *secrets) *cobra.Command {
 	lf.StringVar(&cursor, "cursor", "", "continue from a previous page")
 	addListCmd(events, "list published events, newest first (the default)")
 
-	var id, payload string
+	var id, payload, correlation string
 	publish := withInspector(&cobra.Command{
 		Use:   "publish NAME",
 		Short: "publish an event: start a run of every workflow subscribed to it, and print the runs",
@@ -57,11 +57,12 @@ func newEventsCmd(sec *secrets) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return publishEvent(cmd.Context(), e, args[0], id, raw, cmd.OutOrStdout())
+		return publishEvent(cmd.Context(), e, args[0], id, correlation, raw, cmd.OutOrStdout())
 	})
 	pf := publish.Flags()
 	pf.StringVar(&id, "id", "", "the event's id: a repeat starts nothing (default: a fresh id)")
 	pf.StringVar(&payload, "payload", "", "the event's payload: JSON, @FILE to read it from a file, or @- from stdin (default: none)")
+	pf.StringVar(&correlation, "correlation", "", "complete the steps waiting for this event with this correlation value")
 	events.AddCommand(publish)
 	return events
 }
@@ -110,10 +111,13 @@ func readPayload(v string, stdin io.Reader) (json.RawMessage, error) {
 	return raw, nil
 }
 
-func publishEvent(ctx context.Context, e *engine.Engine, name, id string, payload json.RawMessage, stdout io.Writer) error {
+func publishEvent(ctx context.Context, e *engine.Engine, name, id, correlation string, payload json.RawMessage, stdout io.Writer) error {
 	var opts []engine.PublishOption
 	if id != "" {
 		opts = append(opts, engine.EventID(id))
+	}
+	if correlation != "" {
+		opts = append(opts, engine.Correlation(correlation))
 	}
 	var in any
 	if payload != nil {

@@ -163,8 +163,9 @@ func (env *Env) Trigger(t testing.TB, workflow string, input any, opts ...engine
 
 // Wait waits (real time, at most 30s) for a run to finish and returns it
 // with its steps and attempts. With a fake clock it advances the clock a
-// second at a time while the run has a retry waiting, so backoff passes
-// without real waiting.
+// second at a time while the run has a retry waiting (or a parked step with
+// a due time: a sleep, a wait's timeout), so backoff passes without real
+// waiting.
 func (env *Env) Wait(t testing.TB, runID string) engine.RunInfo {
 	t.Helper()
 	return env.WaitTimeout(t, runID, 30*time.Second)
@@ -202,7 +203,10 @@ func nextRetry(info engine.RunInfo) (time.Time, bool) {
 		if s.NextAttemptAt == nil {
 			continue
 		}
-		if s.Status != persistence.StepRetrying && !(s.Status == persistence.StepCompensating && s.LeaseExpiresAt == nil) {
+		// A retry's due time, a waiting compensation's, and a parked
+		// step's (a sleep's wake-up, a wait's timeout).
+		if s.Status != persistence.StepRetrying && s.Status != persistence.StepParked &&
+			!(s.Status == persistence.StepCompensating && s.LeaseExpiresAt == nil) {
 			continue
 		}
 		if !found || s.NextAttemptAt.Before(best) {

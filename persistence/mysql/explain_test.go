@@ -35,7 +35,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	apiKeys(t, s, now)
 	events(t, s.DB(), now)
 	runActions(t, s.DB(), now)
-	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs", "run_actions"} {
+	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs", "run_actions", "step_waits"} {
 		if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
 			t.Fatal(err)
 		}
@@ -44,6 +44,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
+	qs = append(qs, s.ParkedQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	qs = append(qs, s.RetentionQueries(now)...)
 	qs = append(qs, s.ActionQueries("run-00042")...)
@@ -58,10 +59,11 @@ func TestQueriesUseIndexes(t *testing.T) {
 				t.Errorf("%s: reads %s (%s, %q), want %s in order\n%s", q.Name, r["key"], r["type"], r["Extra"], want, q.SQL)
 			}
 			switch {
-			case (q.Name == "StepListChanged/latest" || q.Name == "RunAction/last") && strings.Contains(r["Extra"], "Select tables optimized away"):
-				// MAX over the leading column of idx_steps_updated, or
-				// MAX(seq) of one run_id (the last entry of a primary key
-				// prefix): one index entry read at plan time.
+			case (q.Name == "StepListChanged/latest" || q.Name == "RunAction/last" || q.Name == "StepListParkedDue/next") && strings.Contains(r["Extra"], "Select tables optimized away"):
+				// MAX over the leading column of idx_steps_updated or
+				// idx_step_waits_due, or MAX(seq) of one run_id (the last
+				// entry of a primary key prefix): one index entry read at
+				// plan time.
 			case strings.HasPrefix(r["table"], "<"):
 				// A derived table or a union's result (RunList with
 				// several statuses): the few rows its parts read, and
@@ -100,6 +102,10 @@ func rangeOf(name string) string {
 		return "idx_events_name_published"
 	case name == "EventListPending":
 		return "idx_events_pending"
+	case name == "StepListParkedDue":
+		return "idx_step_waits_due"
+	case name == "StepPark/match":
+		return "idx_events_correlation"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	case name == "RunDeleteFinished", name == "RunDeleteFinished/cursor":
@@ -161,7 +167,8 @@ func TestDefinitionListReadsCurrentVersions(t *testing.T) {
 func indexOf(name string) string {
 	switch {
 	case name == "RunDeleteFinished/dead", name == "RunDeleteFinished/delete-steps", name == "RunDeleteFinished/delete-events",
-		name == "RunDeleteFinished/delete-ticks", name == "RunDeleteFinished/delete-runs", name == "RunDeleteFinished/delete-attempts":
+		name == "RunDeleteFinished/delete-ticks", name == "RunDeleteFinished/delete-runs", name == "RunDeleteFinished/delete-attempts",
+		name == "RunDeleteFinished/delete-actions", name == "RunDeleteFinished/delete-waits":
 		// Retention's reads and deletes by key: the batch's runs (the
 		// steps' key starts with run_id), events, schedule ticks.
 		return "PRIMARY"
@@ -169,6 +176,9 @@ func indexOf(name string) string {
 		return "idx_event_runs_run"
 	case name == "RunDeleteFinished/attempts":
 		return "idx_attempts_run"
+	case name == "EventCreate/waiters":
+		// Equality on (event_name, correlation): a ref of the index.
+		return "idx_step_waits_match"
 	case strings.HasPrefix(name, "RunListByKey"):
 		return "idx_runs_idempotency_created"
 	case name == "DefinitionList", name == "DefinitionUpsert/current":
@@ -264,15 +274,34 @@ func events(t *testing.T, db *sql.DB, now time.Time) {
 			if n >= 2970 {
 				disp = nil
 			}
-			ev = append(ev, "(?, ?, ?, ?, ?)")
-			evArgs = append(evArgs, id, fmt.Sprintf("order.e%d", n%10), []byte(`{"total":1}`), now.Add(time.Duration(n-3000)*30*time.Second), disp)
+			ev = append(ev, "(?, ?, ?, ?, ?, ?)")
+			evArgs = append(evArgs, id, fmt.Sprintf("order.e%d", n%10), []byte(`{"total":1}`), now.Add(time.Duration(n-3000)*30*time.Second), disp,
+				fmt.Sprintf("A-%d", n))
 			runs = append(runs, "(?, ?, ?)")
 			runArgs = append(runArgs, id, "w1", fmt.Sprintf("run-%05d", n))
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO events (id, name, payload, published_at, dispatched_at) VALUES "+strings.Join(ev, ", "), evArgs...); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO events (id, name, payload, published_at, dispatched_at, correlation) VALUES "+strings.Join(ev, ", "), evArgs...); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "INSERT INTO event_runs (event_id, workflow, run_id) VALUES "+strings.Join(runs, ", "), runArgs...); err != nil {
+			t.Fatal(err)
+		}
+		// As many parked steps: waits for payment.captured of a
+		// correlation each, and sleeps, due over two days around now.
+		var waits []string
+		var waitArgs []any
+		for i := range 100 {
+			n := b*100 + i
+			kind, event, corr := "event", "payment.captured", fmt.Sprintf("A-%d", n)
+			if n%3 == 0 {
+				kind, event, corr = "sleep", "", ""
+			}
+			waits = append(waits, "(?, ?, ?, ?, ?, ?, ?, ?)")
+			waitArgs = append(waitArgs, fmt.Sprintf("run-%05d", n), "pay", "w1", kind, event, corr,
+				now.Add(time.Duration(n-1500)*time.Minute), now)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO step_waits (run_id, step, workflow, kind, event_name, correlation, due_at, created_at) VALUES "+
+			strings.Join(waits, ", "), waitArgs...); err != nil {
 			t.Fatal(err)
 		}
 	}

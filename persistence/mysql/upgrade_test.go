@@ -50,8 +50,8 @@ func atVersion(t *testing.T, version int64) (*mysql.Store, func() error) {
 	}
 }
 
-// laterColumn is a column this binary's store reads or writes that
-// migration adds.
+// laterColumn is a column (or, with no column, a table: ddl creates it)
+// this binary's store reads or writes that migration adds.
 type laterColumn struct {
 	migration          int64
 	table, column, ddl string
@@ -60,6 +60,8 @@ type laterColumn struct {
 var laterColumns = []laterColumn{
 	{8, "workflow_runs", "definition", "VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"},
 	{12, "step_runs", "reruns", "INT NOT NULL DEFAULT 0"},
+	{13, "step_waits", "", `CREATE TABLE step_waits (run_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+		step VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, PRIMARY KEY (run_id, step))`},
 }
 
 // addLaterColumns adds the laterColumns a database at version lacks and
@@ -72,14 +74,22 @@ func addLaterColumns(t *testing.T, db *sql.DB, version int64) func() error {
 		if c.migration <= version {
 			continue
 		}
-		if _, err := db.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.ddl); err != nil {
+		ddl := c.ddl
+		if c.column != "" {
+			ddl = "ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.ddl
+		}
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
 			t.Fatal(err)
 		}
 		added = append(added, c)
 	}
 	return func() error {
 		for _, c := range added {
-			if _, err := db.ExecContext(ctx, "ALTER TABLE "+c.table+" DROP COLUMN "+c.column); err != nil {
+			ddl := "DROP TABLE " + c.table
+			if c.column != "" {
+				ddl = "ALTER TABLE " + c.table + " DROP COLUMN " + c.column
+			}
+			if _, err := db.ExecContext(ctx, ddl); err != nil {
 				return err
 			}
 		}

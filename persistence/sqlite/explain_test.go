@@ -169,6 +169,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ReleaseLeasesQueries([]string{"dead-node", "other-node"}, now)...)
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
+	qs = append(qs, s.ParkedQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	qs = append(qs, s.RetentionQueries(now)...)
 	qs = append(qs, s.ActionQueries("run-00042")...)
@@ -226,6 +227,10 @@ func rangeOf(name string) string {
 		return "idx_events_name_published"
 	case name == "EventListPending":
 		return "idx_events_pending"
+	case name == "StepListParkedDue":
+		return "idx_step_waits_due"
+	case name == "StepPark/match":
+		return "idx_events_correlation"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
 	case name == "RunDeleteFinished", name == "RunDeleteFinished/cursor":
@@ -245,6 +250,9 @@ func indexOf(name string) string {
 		return "idx_event_runs_run"
 	case name == "RunDeleteFinished/attempts":
 		return "idx_attempts_run"
+	case name == "EventCreate/waiters":
+		// Equality on (event_name, correlation): a ref of the index.
+		return "idx_step_waits_match"
 	case strings.HasPrefix(name, "RunListByKey"):
 		return "idx_runs_idempotency_created"
 	case name == "DefinitionList", name == "DefinitionUpsert/current":

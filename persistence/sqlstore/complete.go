@@ -36,47 +36,61 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 	if len(ps) > maxBatch {
 		return nil, fmt.Errorf("sqlstore: step complete: %d items, over the batch limit of %d", len(ps), maxBatch)
 	}
-	pre, runIDs := s.checkCompletions(ps)
-	out := make([]persistence.StepCompleteOutcome, len(ps))
+	var out []persistence.StepCompleteOutcome
 	err := s.write(ctx, func(q querier) error {
-		for i := range out {
-			out[i] = persistence.StepCompleteOutcome{Err: pre[i]}
-		}
-		if len(runIDs) == 0 {
-			return nil
-		}
-		b, err := s.lockForCompletion(ctx, q, runIDs, rc != nil)
-		if err != nil {
-			return err
-		}
-		b.budget = newClaimBudget(rc)
-		now := b.instant(ps, out)
-		for i, p := range ps {
-			if out[i].Err == nil {
-				out[i].Result, out[i].Err = b.complete(i, p, now)
-			}
-		}
-		if len(b.changed) == 0 {
-			return nil
-		}
-		finished := b.finishRuns(out)
-		if err := s.claimedResults(ctx, q, b, out, rc); err != nil {
-			return err
-		}
-		// The writes, with the COMMIT in one round trip on MySQL.
-		writes := s.writeSteps(b.byKey, b.changed)
-		if len(finished) > 0 {
-			slices.Sort(finished)
-			args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
-			writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
-				WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
-		}
-		return s.execLater(ctx, q, writes...)
+		var err error
+		out, err = s.completeIn(ctx, q, ps, rc)
+		return err
 	})
 	if err != nil {
 		return nil, wrap("step complete", err)
 	}
 	return out, nil
+}
+
+// completeIn records completions in the transaction q: StepCompleteMany's
+// work, which resolving parked steps (an event's waiters) shares.
+func (s *Store) completeIn(ctx context.Context, q querier, ps []persistence.StepCompleteParams, rc *persistence.ReleaseClaim) ([]persistence.StepCompleteOutcome, error) {
+	pre, runIDs := s.checkCompletions(ps)
+	out := make([]persistence.StepCompleteOutcome, len(ps))
+	for i := range out {
+		out[i] = persistence.StepCompleteOutcome{Err: pre[i]}
+	}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	b, err := s.lockForCompletion(ctx, q, runIDs, rc != nil)
+	if err != nil {
+		return nil, err
+	}
+	b.budget = newClaimBudget(rc)
+	now := b.instant(ps, out)
+	for i, p := range ps {
+		if out[i].Err == nil {
+			out[i].Result, out[i].Err = b.complete(i, p, now)
+		}
+	}
+	if len(b.changed) == 0 {
+		return out, nil
+	}
+	finished := b.finishRuns(out)
+	if err := s.claimedResults(ctx, q, b, out, rc); err != nil {
+		return nil, err
+	}
+	// The writes, with the COMMIT in one round trip on MySQL.
+	writes := s.writeSteps(b.byKey, b.changed)
+	if len(b.unparked) > 0 {
+		// The waits of the parked steps resolved: a row per parked step,
+		// and only while it is parked.
+		writes = append(writes, stmt{`DELETE FROM step_waits WHERE ` + s.keyIn(len(b.unparked)), pairArgs(b.unparked)})
+	}
+	if len(finished) > 0 {
+		slices.Sort(finished)
+		args := append([]any{string(persistence.RunSucceeded), s.t(now), s.t(now), string(persistence.RunRunning)}, anys(finished)...)
+		writes = append(writes, stmt{`UPDATE workflow_runs SET status = ?, finished_at = ?, updated_at = ?
+			WHERE status = ? AND id IN (` + in(len(finished)) + `)`, args})
+	}
+	return out, s.execLater(ctx, q, writes...)
 }
 
 // checkCompletions returns the error of each completion that cannot be
@@ -119,6 +133,7 @@ type completionBatch struct {
 	changed   map[stepKey]stepWas
 	lastOfRun map[string]int // the last item of each run
 	claims    []releaseClaimed
+	unparked  []stepKey // parked steps resolved: their waits go
 }
 
 // releaseClaimed is a step claimed at release, for item's answer.
@@ -179,8 +194,13 @@ func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []strin
 	return b, nil
 }
 
-// holds reports whether p's fence holds r's attempt.
+// holds reports whether p's fence holds r's attempt or, for a
+// resolution (p.Parked), whether r is parked: the one test of who may
+// complete a step.
 func holds(p persistence.StepCompleteParams, r *stepRow) bool {
+	if p.Parked {
+		return r.Status == string(persistence.StepParked)
+	}
 	return p.Fence != "" && r.Fence == p.Fence && r.Status == string(persistence.StepRunning)
 }
 
@@ -223,6 +243,9 @@ func (b *completionBatch) complete(i int, p persistence.StepCompleteParams, now 
 	// The step row keeps the ended attempt (number, worker, claimed_at,
 	// finished_at) and no attempt row is written: see heldAttempt.
 	b.touch(k, r)
+	if p.Parked {
+		b.unparked = append(b.unparked, k)
+	}
 	r.Status = string(status)
 	r.Output = nonEmpty(p.Output)
 	r.Error.String, r.Error.Valid = "", false

@@ -51,18 +51,20 @@ func validEventName(v string) error {
 	return nil
 }
 
-const eventCols = "id, name, payload, published_at, dispatched_at"
+const eventCols = "id, name, payload, published_at, dispatched_at, correlation"
 
 type eventRow struct {
-	ID           string   `db:"id"`
-	Name         string   `db:"name"`
-	Payload      []byte   `db:"payload"`
-	PublishedAt  dbTime   `db:"published_at"`
-	DispatchedAt nullTime `db:"dispatched_at"`
+	ID           string         `db:"id"`
+	Name         string         `db:"name"`
+	Payload      []byte         `db:"payload"`
+	PublishedAt  dbTime         `db:"published_at"`
+	DispatchedAt nullTime       `db:"dispatched_at"`
+	Correlation  sql.NullString `db:"correlation"`
 }
 
 func (r eventRow) record() persistence.Event {
-	e := persistence.Event{ID: r.ID, Name: r.Name, Payload: nonEmpty(r.Payload), PublishedAt: r.PublishedAt.T}
+	e := persistence.Event{ID: r.ID, Name: r.Name, Payload: nonEmpty(r.Payload), PublishedAt: r.PublishedAt.T,
+		Correlation: r.Correlation.String}
 	if r.DispatchedAt.Valid {
 		t := r.DispatchedAt.T
 		e.DispatchedAt = &t
@@ -85,6 +87,9 @@ func (s *Store) planEvent(p persistence.EventCreateParams) ([]runPlan, error) {
 		return nil, err
 	}
 	if err := s.validJSON("event payload", p.Payload); err != nil {
+		return nil, err
+	}
+	if err := validCorrelation(p.Correlation); err != nil {
 		return nil, err
 	}
 	plans := make([]runPlan, 0, len(p.Runs))
@@ -143,7 +148,14 @@ func (s *Store) EventCreateTx(ctx context.Context, tx persistence.DBTX, p persis
 // transaction (the application's, for EventCreateTx) would be rolled back.
 func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventCreateParams, plans []runPlan, dispatched bool) (persistence.EventCreateResult, error) {
 	now := norm(p.Now)
-	ev := persistence.Event{ID: p.ID, Name: p.Name, Payload: nonEmpty(p.Payload), PublishedAt: now}
+	ev := persistence.Event{ID: p.ID, Name: p.Name, Payload: nonEmpty(p.Payload), PublishedAt: now, Correlation: p.Correlation}
+	if p.Correlation != "" {
+		// Before the event's own row: a park of the same (name,
+		// correlation) takes this lock first too (StepPark).
+		if err := s.lockCorrelation(ctx, q, p.Name, p.Correlation); err != nil {
+			return persistence.EventCreateResult{}, err
+		}
+	}
 	var disp any
 	if dispatched {
 		ev.DispatchedAt = &now
@@ -156,8 +168,8 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 		}
 		defer unlock()
 	}
-	r, err := q.ExecContext(ctx, s.d.rebind(`INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?)`+s.d.InsertOnce("id")),
-		ev.ID, ev.Name, nullBytes(ev.Payload), s.t(now), disp)
+	r, err := q.ExecContext(ctx, s.d.rebind(`INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?)`+s.d.InsertOnce("id")),
+		ev.ID, ev.Name, nullBytes(ev.Payload), s.t(now), disp, nullString(ev.Correlation))
 	if err != nil {
 		return persistence.EventCreateResult{}, err
 	}
@@ -195,6 +207,12 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 	}
 	sortEventRuns(ev.Runs)
 	res.Event = ev
+	if ev.Correlation != "" {
+		var err error
+		if res.Resolved, err = s.resolveWaiters(ctx, q, ev, p.WaitOutput, now); err != nil {
+			return persistence.EventCreateResult{}, err
+		}
+	}
 	return res, nil
 }
 

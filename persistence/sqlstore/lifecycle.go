@@ -37,9 +37,18 @@ func (s *Store) failRun(ctx context.Context, q querier, runID string, status per
 		string(status), nullString(msg), finished, s.t(now), runID, string(persistence.RunRunning)); err != nil {
 		return err
 	}
-	_, err := s.stepsTransition(ctx, q, runID, nil,
-		[]persistence.StepStatus{persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying},
-		persistence.StepCancelled, "", now)
+	if _, err := s.stepsTransition(ctx, q, runID, nil,
+		persistence.CancellableSteps,
+		persistence.StepCancelled, "", now); err != nil {
+		return err
+	}
+	return s.dropWaits(ctx, q, runID)
+}
+
+// dropWaits deletes the waits of a run whose parked steps were cancelled
+// (one range of the primary key).
+func (s *Store) dropWaits(ctx context.Context, q querier, runID string) error {
+	_, err := s.exec(ctx, q, `DELETE FROM step_waits WHERE run_id = ?`, runID)
 	return err
 }
 

@@ -106,7 +106,10 @@ func (s *Store) batchDeletes(del, attempts, gone []any, ticks map[string][]any) 
 	qs = append(qs,
 		Query{Name: "RunDeleteFinished/delete-steps", SQL: `DELETE FROM step_runs WHERE run_id IN (` + list + `)`, Args: del},
 		Query{Name: "RunDeleteFinished/delete-event-links", SQL: `DELETE FROM event_runs WHERE run_id IN (` + list + `)`, Args: del},
-		Query{Name: "RunDeleteFinished/delete-actions", SQL: `DELETE FROM run_actions WHERE run_id IN (` + list + `)`, Args: del})
+		Query{Name: "RunDeleteFinished/delete-actions", SQL: `DELETE FROM run_actions WHERE run_id IN (` + list + `)`, Args: del},
+		// A finished run has no parked step left, but a wait row of a
+		// step cancelled by hand in the store would outlive its run.
+		Query{Name: "RunDeleteFinished/delete-waits", SQL: `DELETE FROM step_waits WHERE run_id IN (` + list + `)`, Args: del})
 	if len(gone) > 0 {
 		qs = append(qs, Query{Name: "RunDeleteFinished/delete-events", SQL: `DELETE FROM events WHERE id IN (` + in(len(gone)) + `)`, Args: gone})
 	}

@@ -112,10 +112,12 @@ func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionPa
 		}
 		res.Run = run
 		if p.CancelPendingSteps {
-			res.Cancelled, err = s.stepsTransition(ctx, q, run.ID, nil,
-				[]persistence.StepStatus{persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying},
-				persistence.StepCancelled, "", now)
-			return err
+			if res.Cancelled, err = s.stepsTransition(ctx, q, run.ID, nil,
+				persistence.CancellableSteps,
+				persistence.StepCancelled, "", now); err != nil {
+				return err
+			}
+			return s.dropWaits(ctx, q, run.ID)
 		}
 		return nil
 	})

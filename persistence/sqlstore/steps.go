@@ -108,6 +108,20 @@ func (s *Store) lockFenced(ctx context.Context, q querier, runID, step, fence st
 	return row, nil
 }
 
+// lockParked reads and locks a step and checks that it is parked: the
+// test a timeout makes before failing it (ErrFenceMismatch otherwise:
+// an event, a signal or a cancellation came first).
+func (s *Store) lockParked(ctx context.Context, q querier, runID, step string) (stepRow, error) {
+	row, err := s.stepGet(ctx, q, runID, step, true)
+	if err != nil {
+		return row, err
+	}
+	if row.Status != string(persistence.StepParked) {
+		return row, fmt.Errorf("%w: run %s step %q is %s, not parked", persistence.ErrFenceMismatch, runID, step, row.Status)
+	}
+	return row, nil
+}
+
 // StepComplete implements persistence.Store.
 //
 // Releasing dependents: the completed step's row is locked first, then its
@@ -187,7 +201,13 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 				return err
 			}
 		}
-		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+		var row stepRow
+		var err error
+		if p.Parked {
+			row, err = s.lockParked(ctx, q, p.RunID, p.Step)
+		} else {
+			row, err = s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+		}
 		if err != nil {
 			return err
 		}
@@ -216,6 +236,11 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 			row.Status, s.tp(row.NextAttemptAt.ptr()), nullString(msg), s.tp(row.FinishedAt.ptr()), s.t(now),
 			p.RunID, p.Step); err != nil {
 			return err
+		}
+		if p.Parked {
+			if _, err := s.exec(ctx, q, `DELETE FROM step_waits WHERE run_id = ? AND step = ?`, p.RunID, p.Step); err != nil {
+				return err
+			}
 		}
 		if p.Compensation {
 			err = s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now)

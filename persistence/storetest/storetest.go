@@ -120,6 +120,9 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"EventCreateTx", s.testEventCreateTx},
 		{"EventPending", s.testEventPending},
 		{"EventList", s.testEventList},
+		{"ParkEventMatch", s.testParkEventMatch},
+		{"ParkEventFirst", s.testParkEventFirst},
+		{"ParkTimeoutAndSignal", s.testParkTimeoutAndSignal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,258 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// Parked steps: waits for an event or a signal, and sleeps. A parked
+// step is its step_runs row (status parked, no lease, no task in Redis)
+// and one step_waits row saying what ends it. Ending it is a completion
+// (completeIn with Parked: the step must still be parked, so of an event,
+// a signal and a timer racing exactly one wins) or, for a wait's
+// timeout, StepFail with Parked.
+
+// MaxCorrelationLen is the longest correlation value, in characters.
+const MaxCorrelationLen = 255
+
+// validCorrelation checks a correlation value: at most
+// MaxCorrelationLen characters of UTF-8 without NUL (empty is none).
+func validCorrelation(v string) error {
+	if !validUTF8NoNUL(v) || utf8.RuneCountInString(v) > MaxCorrelationLen {
+		return invalid("correlation", v, fmt.Sprintf("must be valid UTF-8 without NUL, at most %d characters", MaxCorrelationLen))
+	}
+	return nil
+}
+
+const stepWaitCols = "run_id, step, workflow, kind, event_name, correlation, due_at, created_at"
+
+type stepWaitRow struct {
+	RunID       string   `db:"run_id"`
+	Step        string   `db:"step"`
+	Workflow    string   `db:"workflow"`
+	Kind        string   `db:"kind"`
+	EventName   string   `db:"event_name"`
+	Correlation string   `db:"correlation"`
+	DueAt       nullTime `db:"due_at"`
+	CreatedAt   dbTime   `db:"created_at"`
+}
+
+func (r stepWaitRow) record() persistence.StepWait {
+	return persistence.StepWait{RunID: r.RunID, Step: r.Step, Workflow: r.Workflow, Kind: persistence.WaitKind(r.Kind),
+		Event: r.EventName, Correlation: r.Correlation, DueAt: r.DueAt.ptr(), CreatedAt: r.CreatedAt.T}
+}
+
+// lockCorrelation takes the lock of (name, correlation): publications and
+// parks of one pair are serialized by it, so that the second sees what
+// the first wrote (the event, or the wait) whatever their order.
+func (s *Store) lockCorrelation(ctx context.Context, q querier, name, correlation string) error {
+	_, err := s.exec(ctx, q, `INSERT INTO correlation_locks (event_name, correlation) VALUES (?, ?)`+
+		s.d.InsertIgnore([]string{"event_name", "correlation"}), name, correlation)
+	return err
+}
+
+// checkPark validates StepPark's arguments.
+func checkPark(p persistence.StepParkParams) error {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return err
+	}
+	if !p.Kind.Valid() {
+		return invalid("wait kind", string(p.Kind), "must be event, signal or sleep")
+	}
+	if p.Kind == persistence.WaitEvent {
+		if err := validEventName(p.Event); err != nil {
+			return err
+		}
+		if p.Correlation == "" {
+			return invalid("correlation", "", "a wait for an event needs one")
+		}
+		if err := validCorrelation(p.Correlation); err != nil {
+			return err
+		}
+	} else if p.Event != "" || p.Correlation != "" {
+		return invalid("wait kind", string(p.Kind), "takes no event or correlation")
+	}
+	if p.Kind == persistence.WaitSleep && p.DueAt == nil {
+		return invalid("sleep due time", "", "a sleep needs one")
+	}
+	return nil
+}
+
+// matchEventSQL finds the newest event of a (name, correlation) in the
+// lookback window: the end of one range of idx_events_correlation.
+func (s *Store) matchEventSQL() string {
+	return `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
+		WHERE name = ? AND correlation = ? AND published_at >= ? ORDER BY published_at DESC LIMIT 1`
+}
+
+// StepPark implements persistence.Store.
+func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (persistence.StepParkResult, error) {
+	if err := checkPark(p); err != nil {
+		return persistence.StepParkResult{}, err
+	}
+	now, due := norm(p.Now), normPtr(p.DueAt)
+	var res persistence.StepParkResult
+	err := s.write(ctx, func(q querier) error {
+		res = persistence.StepParkResult{}
+		if p.Kind == persistence.WaitEvent {
+			// Lock order: the correlation, then the step (as a
+			// publication: the correlation, then its waiters' runs and
+			// steps).
+			if err := s.lockCorrelation(ctx, q, p.Event, p.Correlation); err != nil {
+				return err
+			}
+		}
+		row, err := s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, false)
+		if err != nil {
+			return err
+		}
+		if p.Kind == persistence.WaitEvent {
+			var evs []eventRow
+			if err := s.selectAll(ctx, q, &evs, s.matchEventSQL(), p.Event, p.Correlation, s.t(norm(p.EventsSince))); err != nil {
+				return err
+			}
+			if len(evs) > 0 {
+				ev := evs[0].record()
+				res.Step, res.Matched = row.record(), &ev
+				return nil
+			}
+		}
+		row.Status = string(persistence.StepParked)
+		row.LeaseExpiresAt = nullTime{}
+		row.NextAttemptAt = nullTime{}
+		if due != nil {
+			row.NextAttemptAt = nullTime{T: *due, Valid: true}
+		}
+		row.UpdatedAt = dbTime{now}
+		// The fence stays: it names the attempt the step is parked in
+		// (its history), and no one holds it (the status is not running).
+		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, lease_expires_at = NULL, next_attempt_at = ?, updated_at = ?
+			WHERE run_id = ? AND step = ? AND fence = ? AND status = ?`,
+			row.Status, s.tp(due), s.t(now), p.RunID, p.Step, p.Fence, string(persistence.StepRunning)); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, q, `DELETE FROM step_waits WHERE run_id = ? AND step = ?`, p.RunID, p.Step); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, q, `INSERT INTO step_waits (`+stepWaitCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.RunID, p.Step, row.Workflow, string(p.Kind), p.Event, p.Correlation, s.tp(due), s.t(now)); err != nil {
+			return err
+		}
+		res.Step = row.record()
+		return nil
+	})
+	return res, wrap("step park", err)
+}
+
+// waitersSQL finds the steps waiting for an event: one range of
+// idx_step_waits_match.
+func (s *Store) waitersSQL() string {
+	return `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_match") + `
+		WHERE event_name = ? AND correlation = ? ORDER BY run_id, step`
+}
+
+// resolveWaiters completes, in the event's transaction (which holds the
+// correlation's lock), every step parked waiting for ev, with the event's
+// payload (output, when not nil) as their output; a wait whose step is no longer parked (its run was
+// cancelled meanwhile) is deleted.
+func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Event, output []byte, now time.Time) ([]persistence.StepCompleteResult, error) {
+	if output == nil {
+		output = ev.Payload
+	}
+	var waits []stepWaitRow
+	if err := s.selectAll(ctx, q, &waits, s.waitersSQL(), ev.Name, ev.Correlation); err != nil {
+		return nil, err
+	}
+	var out []persistence.StepCompleteResult
+	for len(waits) > 0 {
+		n := min(len(waits), maxBatch)
+		items := make([]persistence.StepCompleteParams, n)
+		for i, w := range waits[:n] {
+			items[i] = persistence.StepCompleteParams{RunID: w.RunID, Step: w.Step, Parked: true, Output: output, Now: now}
+		}
+		outs, err := s.completeIn(ctx, q, items, nil)
+		if err != nil {
+			return nil, err
+		}
+		var stale []stepKey
+		for i, o := range outs {
+			if o.Err != nil {
+				stale = append(stale, stepKey{items[i].RunID, items[i].Step})
+				continue
+			}
+			out = append(out, o.Result)
+		}
+		if len(stale) > 0 {
+			if err := s.execLater(ctx, q, stmt{`DELETE FROM step_waits WHERE ` + s.keyIn(len(stale)), pairArgs(stale)}); err != nil {
+				return nil, err
+			}
+		}
+		waits = waits[n:]
+	}
+	return out, nil
+}
+
+// StepWaitGet implements persistence.Store.
+func (s *Store) StepWaitGet(ctx context.Context, runID, step string) (persistence.StepWait, error) {
+	if err := stepRef(runID, step); err != nil {
+		return persistence.StepWait{}, err
+	}
+	var rows []stepWaitRow
+	if err := s.selectAll(ctx, s.db, &rows, `SELECT `+stepWaitCols+` FROM step_waits WHERE run_id = ? AND step = ?`, runID, step); err != nil {
+		return persistence.StepWait{}, wrap("step wait get", err)
+	}
+	if len(rows) == 0 {
+		return persistence.StepWait{}, fmt.Errorf("%w: run %s step %q is not parked", persistence.ErrStepNotFound, runID, step)
+	}
+	return rows[0].record(), nil
+}
+
+// parkedDueQueries are StepListParkedDue's reads: the due range of
+// idx_step_waits_due, soonest first, and the next due time after it.
+func (s *Store) parkedDueQueries(p persistence.ListDueParams) []Query {
+	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 100, 10000)
+	return []Query{
+		{Name: "StepListParkedDue", SQL: `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_due") + `
+			WHERE due_at <= ? ORDER BY due_at, run_id, step LIMIT ?`, Args: []any{before, limit}},
+		{Name: "StepListParkedDue/next", SQL: `SELECT MIN(due_at) FROM step_waits WHERE due_at > ?`, Args: []any{before}},
+	}
+}
+
+// StepListParkedDue implements persistence.Store.
+func (s *Store) StepListParkedDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepWait, time.Time, error) {
+	qs := s.parkedDueQueries(p)
+	var rows []stepWaitRow
+	if err := s.selectAll(ctx, s.db, &rows, qs[0].SQL, qs[0].Args...); err != nil {
+		return nil, time.Time{}, wrap("step list parked due", err)
+	}
+	out := make([]persistence.StepWait, 0, len(rows))
+	for _, r := range rows {
+		if len(p.Workflows) > 0 && !slices.Contains(p.Workflows, r.Workflow) {
+			continue
+		}
+		out = append(out, r.record())
+	}
+	var next nullTime
+	err := s.db.QueryRowContext(ctx, s.d.rebind(qs[1].SQL), qs[1].Args...).Scan(&next)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, time.Time{}, wrap("step list parked due", err)
+	}
+	return out, next.T, nil
+}
+
+// ParkedQueries returns the reads of parked steps at now, for tests to
+// EXPLAIN.
+func (s *Store) ParkedQueries(now time.Time) []Query {
+	qs := s.parkedDueQueries(persistence.ListDueParams{Before: now})
+	return append(qs,
+		Query{Name: "StepPark/match", SQL: s.matchEventSQL(), Args: []any{"payment.captured", "A-1", s.t(now)}},
+		Query{Name: "EventCreate/waiters", SQL: s.waitersSQL(), Args: []any{"payment.captured", "A-1"}},
+	)
+}
