@@ -41,13 +41,23 @@ func atVersion(t *testing.T, version int64) (*mysql.Store, func() error) {
 	if err := mysql.MigrateTo(ctx, s.DB(), version); err != nil {
 		t.Fatalf("migrating to %d: %v", version, err)
 	}
-	if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs ADD COLUMN definition
-		VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{
+		`ALTER TABLE workflow_runs ADD COLUMN definition VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''`,
+		`ALTER TABLE workflow_runs ADD COLUMN priority SMALLINT NOT NULL DEFAULT 0, ADD COLUMN paused_at DATETIME(6) NULL`,
+		`ALTER TABLE step_runs ADD COLUMN priority SMALLINT NOT NULL DEFAULT 0`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s, func() error {
-		if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs DROP COLUMN definition`); err != nil {
-			return err
+		for _, q := range []string{
+			`ALTER TABLE workflow_runs DROP COLUMN definition, DROP COLUMN priority, DROP COLUMN paused_at`,
+			`ALTER TABLE step_runs DROP COLUMN priority`,
+		} {
+			if _, err := s.DB().ExecContext(ctx, q); err != nil {
+				return err
+			}
 		}
 		return s.Migrate(ctx)
 	}

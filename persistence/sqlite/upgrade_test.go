@@ -17,7 +17,8 @@ import (
 // The store is this binary's, which reads and writes every column of
 // workflow_runs, migration 00007's definition among them: until the
 // upgrade the database gets that column, empty in every row, and loses
-// it again just before, so that 00007 adds it as on a real upgrade.
+// it again just before, so that 00007 adds it as on a real upgrade. The
+// same goes for migration 00010's priority and paused_at.
 func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 	t.Helper()
 	ctx := context.Background()
@@ -29,12 +30,26 @@ func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 	if err := s.MigrateTo(ctx, version); err != nil {
 		t.Fatalf("migrating to %d: %v", version, err)
 	}
-	if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs ADD COLUMN definition TEXT NOT NULL DEFAULT ''`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{
+		`ALTER TABLE workflow_runs ADD COLUMN definition TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE workflow_runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE workflow_runs ADD COLUMN paused_at TEXT`,
+		`ALTER TABLE step_runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s, func() error {
-		if _, err := s.DB().ExecContext(ctx, `ALTER TABLE workflow_runs DROP COLUMN definition`); err != nil {
-			return err
+		for _, q := range []string{
+			`ALTER TABLE workflow_runs DROP COLUMN definition`,
+			`ALTER TABLE workflow_runs DROP COLUMN priority`,
+			`ALTER TABLE workflow_runs DROP COLUMN paused_at`,
+			`ALTER TABLE step_runs DROP COLUMN priority`,
+		} {
+			if _, err := s.DB().ExecContext(ctx, q); err != nil {
+				return err
+			}
 		}
 		return s.Migrate(ctx)
 	}

@@ -113,6 +113,9 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"EventCreateTx", s.testEventCreateTx},
 		{"EventPending", s.testEventPending},
 		{"EventList", s.testEventList},
+		{"RunPriority", s.testRunPriority},
+		{"RunPause", s.testRunPause},
+		{"QueuePause", s.testQueuePause},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
