@@ -253,6 +253,8 @@ func (s *server) routes() []Route {
 		{Method: "GET", Path: "/v1/runs/{id}", Scope: ScopeRead, handle: s.getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
+		{Method: "POST", Path: "/v1/runs/{id}/pause", Scope: ScopeOperate, handle: s.pauseRun},
+		{Method: "POST", Path: "/v1/runs/{id}/resume", Scope: ScopeOperate, handle: s.resumeRun},
 
 		{Method: "POST", Path: "/v1/events", Scope: ScopeOperate, handle: s.publishEvent},
 		{Method: "GET", Path: "/v1/events", Scope: ScopeRead, handle: s.listEvents},
@@ -267,6 +269,8 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},
 
 		{Method: "GET", Path: "/v1/queues", Scope: ScopeRead, handle: s.listQueues},
+		{Method: "POST", Path: "/v1/queues/{name}/pause", Scope: ScopeOperate, handle: s.pauseQueue},
+		{Method: "POST", Path: "/v1/queues/{name}/resume", Scope: ScopeOperate, handle: s.resumeQueue},
 
 		{Method: "GET", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.listKeys},
 		{Method: "POST", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.createKey},

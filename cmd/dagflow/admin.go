@@ -90,7 +90,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 			defer closeAll()
 			return showRun(cmd.Context(), e, args[0], cmd.OutOrStdout())
 		},
-	}, &sb, sec))
+	}, &sb, sec), newRunPauseCmd(sec, true), newRunPauseCmd(sec, false))
 	return runs
 }
 
