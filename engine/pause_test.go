@@ -129,12 +129,12 @@ func TestPriorityJumpsBacklog(t *testing.T) {
 
 // queueBacklog creates n runs of the one-step workflow "bulk" (step
 // "work") in the store and enqueues their tasks, as a trigger would but
-// in batches of 1000, so that building the backlog takes seconds.
+// in batches of 500, so that building the backlog takes seconds.
 func queueBacklog(t *testing.T, st persistence.Store, q *queue.Queue, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for done := 0; done < n; {
-		m := min(1000, n-done)
+		m := min(500, n-done) // the store's batch limit is 512
 		ps := make([]persistence.RunCreateParams, m)
 		for i := range ps {
 			id, err := uuid.NewV7()
