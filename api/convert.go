@@ -48,6 +48,8 @@ func toRun(r persistence.Run) client.Run {
 		StartedAt:      utcPtr(r.StartedAt),
 		FinishedAt:     utcPtr(r.FinishedAt),
 		UpdatedAt:      utc(r.UpdatedAt),
+		Priority:       r.Priority,
+		PausedAt:       utcPtr(r.PausedAt),
 	}
 }
 

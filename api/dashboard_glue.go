@@ -73,7 +73,7 @@ func (s *server) queueList(ctx context.Context) ([]client.Queue, error) {
 		if err != nil {
 			return nil, err
 		}
-		qi := client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased}
+		qi := client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Paused: st.Paused}
 		if st.Ready > 0 {
 			if err := s.oldestReady(ctx, &qi); err != nil {
 				return nil, err

@@ -255,6 +255,8 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/signal", Scope: ScopeOperate, handle: s.signalStep},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},
 		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/skip", Scope: ScopeOperate, handle: s.skipStep},
+		{Method: "POST", Path: "/v1/runs/{id}/pause", Scope: ScopeOperate, handle: s.pauseRun},
+		{Method: "POST", Path: "/v1/runs/{id}/resume", Scope: ScopeOperate, handle: s.resumeRun},
 
 		{Method: "POST", Path: "/v1/events", Scope: ScopeOperate, handle: s.publishEvent},
 		{Method: "GET", Path: "/v1/events", Scope: ScopeRead, handle: s.listEvents},
@@ -269,6 +271,8 @@ func (s *server) routes() []Route {
 		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},
 
 		{Method: "GET", Path: "/v1/queues", Scope: ScopeRead, handle: s.listQueues},
+		{Method: "POST", Path: "/v1/queues/{name}/pause", Scope: ScopeOperate, handle: s.pauseQueue},
+		{Method: "POST", Path: "/v1/queues/{name}/resume", Scope: ScopeOperate, handle: s.resumeQueue},
 
 		{Method: "GET", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.listKeys},
 		{Method: "POST", Path: "/v1/api-keys", Scope: ScopeAdmin, handle: s.createKey},

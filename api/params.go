@@ -33,6 +33,15 @@ func scheduleName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// queueName returns the {name} path value, a queue name.
+func queueName(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if !names.Valid(name) {
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "queue name %q is not valid: want %s", truncate(name), names.Rule)
+	}
+	return name, nil
+}
+
 // stepName returns the {step} path value, a step name.
 func stepName(r *http.Request) (string, error) {
 	name := r.PathValue("step")

@@ -104,6 +104,8 @@ func problemOf(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: CodeEventConflict, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidEvent):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
+	case errors.Is(err, engine.ErrInvalidPriority), errors.Is(err, engine.ErrInvalidQueue):
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrReservedKey):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidInput):

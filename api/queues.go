@@ -115,3 +115,34 @@ func splitTaskID(id string) (string, string, bool) {
 	}
 	return id[:mid], id[mid+1 : last], true
 }
+
+// pauseQueue stops every node from taking the queue's tasks: POST
+// /v1/queues/{name}/pause.
+func (s *server) pauseQueue(w http.ResponseWriter, r *http.Request) error {
+	return s.setQueuePaused(w, r, true)
+}
+
+// resumeQueue undoes pauseQueue: POST /v1/queues/{name}/resume.
+func (s *server) resumeQueue(w http.ResponseWriter, r *http.Request) error {
+	return s.setQueuePaused(w, r, false)
+}
+
+func (s *server) setQueuePaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+	name, err := queueName(r)
+	if err != nil {
+		return err
+	}
+	if paused {
+		err = s.e.PauseQueue(r.Context(), name)
+	} else {
+		err = s.e.ResumeQueue(r.Context(), name)
+	}
+	if err != nil {
+		return err
+	}
+	st, err := s.e.Queue().Stats(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Paused: st.Paused})
+}

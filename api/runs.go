@@ -52,6 +52,9 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Metadata) > 0 {
 		opts = append(opts, engine.Metadata(req.Metadata))
 	}
+	if req.Priority != 0 {
+		opts = append(opts, engine.Priority(req.Priority))
+	}
 	if req.StartAt != nil {
 		opts = append(opts, engine.StartAt(*req.StartAt))
 	}
@@ -319,4 +322,34 @@ func withRun(err error, id string) error {
 		return &cp
 	}
 	return ae
+}
+
+// pauseRun pauses an unfinished run: POST /v1/runs/{id}/pause.
+func (s *server) pauseRun(w http.ResponseWriter, r *http.Request) error {
+	return s.setRunPaused(w, r, true)
+}
+
+// resumeRun resumes a paused run: POST /v1/runs/{id}/resume.
+func (s *server) resumeRun(w http.ResponseWriter, r *http.Request) error {
+	return s.setRunPaused(w, r, false)
+}
+
+func (s *server) setRunPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+	id, err := runID(r, "id")
+	if err != nil {
+		return err
+	}
+	if paused {
+		err = s.e.PauseRun(r.Context(), id)
+	} else {
+		err = s.e.ResumeRun(r.Context(), id)
+	}
+	if err != nil {
+		return withRun(err, id)
+	}
+	info, err := s.e.Get(r.Context(), id)
+	if err != nil {
+		return withRun(err, id)
+	}
+	return writeJSON(w, http.StatusOK, toRun(info.Run))
 }

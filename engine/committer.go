@@ -264,12 +264,16 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	if e.slots == nil || e.fetchCtx.Err() != nil || e.paused() {
 		return nil, 0
 	}
+	queues := e.claimQueues()
+	if len(queues) == 0 {
+		return nil, 0 // every queue of this node is paused
+	}
 	n := e.slots.tryTake(max)
 	if n+extra == 0 {
 		return nil, 0
 	}
 	return &persistence.ReleaseClaim{
-		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
+		Queues: queues, Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
 		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), Handles: e.handles, MaxRead: e.cfg.MaxStepInput,
 	}, n
 }
@@ -297,7 +301,7 @@ func (e *Engine) runEager(res persistence.StepClaimResult, fence string) {
 	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
 	ex := &execution{
 		task:  queue.Task{ID: ref.String(), Queue: res.Step.Queue, Deliveries: 1, LeaseUntil: *res.Step.LeaseExpiresAt},
-		runID: ref.RunID, step: ref.Step, fence: fence, eager: true,
+		runID: ref.RunID, step: ref.Step, fence: fence, eager: true, priority: res.Step.Priority,
 	}
 	e.goRun(ex, func() bool { return e.runClaimed(e.runCtx, ex, res) })
 }

@@ -40,6 +40,9 @@ type Engine struct {
 	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
 	// outboxNudge makes the outbox loop poll at once (PublishTx).
 	outboxNudge chan struct{}
+	// pausedQueues are the queues Redis says are paused (pause.go),
+	// which claims at create and at release leave alone.
+	pausedQueues atomic.Pointer[map[string]bool]
 
 	state    atomic.Int32 // 0 new, 1 started, 2 stopped
 	stopOnce sync.Once
@@ -311,6 +314,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if !e.cfg.NoWorkers && e.cfg.Concurrency > 0 {
 		e.slots = newSlotPool(e.cfg.Concurrency)
 		e.metrics.started(e.slots)
+		e.watchPausedQueues(ctx)
+		e.wg.Add(1)
+		go e.pauseWatchLoop()
 		go e.fetchLoop()
 	} else {
 		close(e.fetchDone)

@@ -23,7 +23,7 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 			continue
 		}
 		ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
-		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String()})
+		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), Priority: s.Priority})
 	}
 	return e.enqueueItems(ctx, byQueue)
 }
@@ -40,9 +40,9 @@ func (e *Engine) enqueueCreated(ctx context.Context, runs []persistence.RunCreat
 			ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
 			switch {
 			case r.Run.Status == persistence.RunPending && len(s.Deps) == 0 && s.Status == persistence.StepWaiting:
-				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: r.Run.StartAt})
+				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: r.Run.StartAt, Priority: s.Priority})
 			case s.Status == persistence.StepQueued:
-				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String()})
+				byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), Priority: s.Priority})
 			}
 		}
 	}
@@ -68,10 +68,11 @@ func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.It
 	return firstErr
 }
 
-// enqueue puts one task into Redis, due at at. A failure is logged: the
-// store still says the step waits, so the reconciler enqueues it later.
-func (e *Engine) enqueue(queueName, id string, at time.Time) {
-	if _, err := e.q.Enqueue(context.Background(), queueName, queue.Item{ID: id, At: at}); err != nil {
+// enqueue puts one task of a run of priority into Redis, due at at. A
+// failure is logged: the store still says the step waits, so the
+// reconciler enqueues it later.
+func (e *Engine) enqueue(queueName, id string, at time.Time, priority int) {
+	if _, err := e.q.Enqueue(context.Background(), queueName, queue.Item{ID: id, At: at, Priority: priority}); err != nil {
 		e.redisError("enqueue failed; the reconciler will retry", err, "task", id)
 	}
 }

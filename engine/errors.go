@@ -21,6 +21,12 @@ var (
 	// "event:": those are the keys of the runs events start
 	// (EventRunKey), so a user's run can never take an event's.
 	ErrReservedKey = errors.New(`engine: idempotency keys starting with "event:" are reserved for event runs`)
+	// ErrInvalidPriority is returned for a run priority outside
+	// MinPriority..MaxPriority.
+	ErrInvalidPriority = errors.New("engine: invalid priority")
+	// ErrInvalidQueue is returned for a queue name that is not a dagflow
+	// name (PauseQueue, ResumeQueue).
+	ErrInvalidQueue = errors.New("engine: invalid queue name")
 	// ErrAlreadyStarted is returned by a second Start.
 	ErrAlreadyStarted = errors.New("engine: already started")
 	// ErrNoTx is returned by DB and TriggerTx when the store does not

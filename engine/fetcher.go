@@ -246,7 +246,7 @@ func (e *Engine) goRun(ex *execution, work func() bool) {
 			}
 		case ex.eager:
 			// Claimed at release, so not in Redis: enqueue it for later.
-			e.enqueue(ex.task.Queue, ex.task.ID, e.clock.Now().Add(time.Second))
+			e.enqueue(ex.task.Queue, ex.task.ID, e.clock.Now().Add(time.Second), ex.priority)
 		default:
 			e.retrySoon(ex.task)
 		}

@@ -35,7 +35,7 @@ func (e *Engine) releaseInflight() {
 		now := e.releaseLease(ctx, ex.runID, ex.step, h.fence)
 		if ex.eager {
 			// Claimed at release: hand it to the queue for another node.
-			e.enqueue(ex.task.Queue, ex.task.ID, now)
+			e.enqueue(ex.task.Queue, ex.task.ID, now, ex.priority)
 		} else if err := e.q.Release(ctx, ex.task.Queue, ex.task.ID); err != nil {
 			e.redisError("task release failed; its lease will expire", err, "task", ex.task.ID)
 		}
@@ -65,7 +65,7 @@ func (e *Engine) handBack(res persistence.StepClaimResult, fence string) {
 	defer cancel()
 	now := e.releaseLease(ctx, res.Step.RunID, res.Step.Step, fence)
 	ref := taskRef{RunID: res.Step.RunID, Step: res.Step.Step, Attempt: res.Step.Attempt}
-	e.enqueue(res.Step.Queue, ref.String(), now)
+	e.enqueue(res.Step.Queue, ref.String(), now, res.Step.Priority)
 }
 
 // cancelLocal cancels this node's running steps of a run.

@@ -207,7 +207,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		e.tracer.outcome(ctx, "retrying", herr)
 		e.tracer.retried(ctx, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt}.String())
 		log.Warn("step failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
-		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: ex.runID, Step: ex.step, Attempt: attempt + 1}.String(), *p.RetryAt, sr.Priority)
 		return true
 	}
 	e.tracer.outcome(ctx, "dead", herr)

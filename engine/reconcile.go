@@ -72,6 +72,11 @@ type ReconcileResult struct {
 // ReconcileInterval; tools and tests may call it directly.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	var r ReconcileResult
+	// Paused queues first: what this pass enqueues must not be taken
+	// from a queue the store says is paused.
+	if err := e.mirrorPausedQueues(ctx); err != nil {
+		return r, fmt.Errorf("engine: reconcile: paused queues: %w", err)
+	}
 	now := e.clock.Now()
 	workflows := e.registeredNames()
 	if len(workflows) > 0 {
@@ -170,7 +175,7 @@ func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now tim
 		default:
 			ref.Attempt = s.Attempt + 1
 		}
-		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: now})
+		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: now, Priority: s.Priority})
 	}
 	n := 0
 	for name, items := range byQueue {

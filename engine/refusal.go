@@ -34,7 +34,9 @@ func (e *Engine) onRefused(ctx context.Context, t queue.Task, runID, step string
 		// starts the run).
 		return e.putBack(ctx, t, ce.DueAt)
 	case persistence.RefusedOwned, persistence.RefusedFinished, persistence.RefusedDuplicate,
-		persistence.RefusedRunNotRunning:
+		persistence.RefusedRunNotRunning, persistence.RefusedRunPaused:
+		// A paused run's step stays queued in the store; resuming the run
+		// enqueues it again (ResumeRun).
 		// The ordinary races of at-least-once delivery (and of a run
 		// cancelled or compensating while its tasks were queued).
 	default:

@@ -109,7 +109,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 			return
 		}
 		for _, s := range changed {
-			e.enqueue(s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}.String(), e.clock.Now())
+			e.enqueue(s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}.String(), e.clock.Now(), s.Priority)
 		}
 		return
 	}
@@ -268,7 +268,7 @@ func (e *Engine) runCompensation(ctx context.Context, ex *execution, ref taskRef
 		e.tracer.outcome(ctx, "retrying", herr)
 		e.tracer.retried(ctx, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt}.String())
 		log.Warn("compensation failed; retrying", "err", firstLine(herr), "retry_at", p.RetryAt)
-		e.enqueue(sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}.String(), *p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: ref.RunID, Step: ref.Step, Compensation: true, Attempt: attempt + 1}.String(), *p.RetryAt, sr.Priority)
 		return true
 	}
 	e.metrics.compensationEnded(res.Run.Workflow, false)

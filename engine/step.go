@@ -25,6 +25,7 @@ type execution struct {
 	released atomic.Bool // Stop released the lease: record nothing
 	acked    bool        // the task was acked, or put back for later (owner goroutine only)
 	eager    bool        // claimed at release: the task is not in Redis
+	priority int         // an eager step's run priority, for when it must be enqueued
 	// handedOver: the committer gave this execution's slot to a step it
 	// claimed; the goroutine ends without giving it back (owner only).
 	handedOver bool

@@ -32,6 +32,7 @@ type triggerOptions struct {
 	tick     *time.Time
 	created  *bool
 	eventRun bool // the run of an event: its key may be EventRunKey's
+	priority int
 }
 
 // IdempotencyKey makes Trigger return the existing run when a run of the
@@ -60,6 +61,20 @@ func Metadata(md map[string]string) TriggerOption {
 // insert decides. An HTTP API answers 201 or 200 by it.
 func Created(created *bool) TriggerOption { return func(o *triggerOptions) { o.created = created } }
 
+// Priority sets the run's priority, MinPriority..MaxPriority (0, the
+// default, when not given): within each queue, the ready steps of a
+// higher priority run are taken first, so a run triggered behind a
+// backlog of lower priority steps waits for at most the batches already
+// taken. Queues keep their own order (Config.Queues): a
+// priority orders steps within a queue, not across queues.
+func Priority(p int) TriggerOption { return func(o *triggerOptions) { o.priority = p } }
+
+// The range of Priority.
+const (
+	MinPriority = persistence.MinPriority
+	MaxPriority = persistence.MaxPriority
+)
+
 // FromSchedule records that the run was started by a schedule's tick.
 func FromSchedule(name string, tick time.Time) TriggerOption {
 	return func(o *triggerOptions) { o.schedule = name; t := tick; o.tick = &t }
@@ -84,6 +99,9 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 	if !o.eventRun && strings.HasPrefix(o.key, "event:") {
 		return persistence.RunCreateParams{}, fmt.Errorf("%w: %q", ErrReservedKey, o.key)
 	}
+	if o.priority < MinPriority || o.priority > MaxPriority {
+		return persistence.RunCreateParams{}, fmt.Errorf("%w: workflow %q: priority %d not in %d..%d", ErrInvalidPriority, workflow, o.priority, MinPriority, MaxPriority)
+	}
 	// The trigger span's context, for every span of the run.
 	o.metadata = e.tracer.inject(ctx, o.metadata)
 	id, err := uuid.NewV7()
@@ -107,6 +125,7 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 		ScheduledTick:  o.tick,
 		StartAt:        startAt,
 		Now:            now,
+		Priority:       o.priority,
 	}
 	for _, s := range w.Steps() {
 		p.Steps = append(p.Steps, persistence.StepSpec{

@@ -280,7 +280,7 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	if p.RetryAt != nil {
 		e.metrics.stepRetried(wt.Workflow, wt.Step)
 		log.Warn("wait timed out; retrying", "retry_at", p.RetryAt)
-		e.enqueue(sr.Queue, taskRef{RunID: wt.RunID, Step: wt.Step, Attempt: st.Attempt + 1}.String(), *p.RetryAt)
+		e.enqueue(sr.Queue, taskRef{RunID: wt.RunID, Step: wt.Step, Attempt: st.Attempt + 1}.String(), *p.RetryAt, sr.Priority)
 		return true, nil
 	}
 	e.stats.stepsDead.Add(1)

@@ -140,6 +140,9 @@ const (
 	// Handles rejected its workflow or step: the node was deployed
 	// without it); nothing changed and no attempt was used.
 	RefusedUnhandled ClaimRefusal = "unhandled"
+	// RefusedRunPaused: the step's run is paused (Store.RunSetPaused);
+	// resuming it makes the step claimable again.
+	RefusedRunPaused ClaimRefusal = "run_paused"
 )
 
 // ClaimRefusedError reports a claim the store refused, with the reason.

@@ -21,6 +21,17 @@ type Run struct {
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
 	UpdatedAt      time.Time
+	// Priority orders the run's steps within their queues (higher first;
+	// MinPriority..MaxPriority, 0 the default).
+	Priority int
+	// PausedAt is set while the run is paused: no new step of it starts.
+	PausedAt *time.Time
+}
+
+// QueuePause is a paused queue.
+type QueuePause struct {
+	Queue    string
+	PausedAt time.Time
 }
 
 // StepRun is the state of one step within one run.
@@ -52,6 +63,9 @@ type StepRun struct {
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
 	UpdatedAt      time.Time
+	// Priority is its run's Priority, kept on the step so that whatever
+	// enqueues it has it.
+	Priority int
 }
 
 // Attempt is one row of a run's history: one execution of a step's handler

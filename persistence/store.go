@@ -48,6 +48,20 @@ type Store interface {
 	// when its PendingDeps is 0). It returns the steps it queued. A run
 	// that is not failed gives *TransitionError.
 	RunReopen(ctx context.Context, p RunReopenParams) ([]StepRun, error)
+	// RunSetPaused pauses (p.Paused) or resumes a run that is not
+	// finished: while it is paused no step of it is claimed (claims are
+	// refused with RefusedRunPaused, none is claimed at release) and the
+	// step lists of the reconciler (StepListQueued, StepListRetryDue,
+	// StepListLeaseExpired) leave its steps out. Steps that run go on and
+	// record their outcome. A finished run gives an error wrapping
+	// ErrRunFinished; an unknown one ErrRunNotFound.
+	RunSetPaused(ctx context.Context, p RunSetPausedParams) (RunSetPausedResult, error)
+	// QueueSetPaused records a queue as paused or not, and reports
+	// whether that changed anything. The engine mirrors the paused queues
+	// into Redis (QueueListPaused), where the dequeue reads them.
+	QueueSetPaused(ctx context.Context, p QueueSetPausedParams) (bool, error)
+	// QueueListPaused lists the paused queues, by name.
+	QueueListPaused(ctx context.Context) ([]QueuePause, error)
 	// RunRetry puts a finished run back to running by an operator's
 	// action: its failed steps (RetryFailed) or a step and everything
 	// downstream of it (RetryFromStep) run again, and, on a compensated
@@ -429,6 +443,38 @@ type RunCreateParams struct {
 	StartAt        time.Time // zero means Now
 	Now            time.Time
 	Steps          []StepSpec
+	// Priority is the run's priority, MinPriority..MaxPriority; 0 is the
+	// default.
+	Priority int
+}
+
+// The range of a run's priority (RunCreateParams.Priority): within a
+// queue, the ready steps of a higher priority run first.
+const (
+	MinPriority = -10
+	MaxPriority = 10
+)
+
+// RunSetPausedParams are the arguments of Store.RunSetPaused.
+type RunSetPausedParams struct {
+	RunID  string
+	Paused bool
+	Now    time.Time
+}
+
+// RunSetPausedResult is what Store.RunSetPaused returns.
+type RunSetPausedResult struct {
+	Run   Run       // as it is now
+	Steps []StepRun // every step of the run, as it is now
+	// Changed is false when the run already was paused (or not paused).
+	Changed bool
+}
+
+// QueueSetPausedParams are the arguments of Store.QueueSetPaused.
+type QueueSetPausedParams struct {
+	Queue  string
+	Paused bool
+	Now    time.Time
 }
 
 // RunCreateResult is what Store.RunCreate returns.

@@ -10,12 +10,19 @@ package queue
 //	<prefix>:{<queue>}:i:<n>     hash: id -> deliveries*4 + state (n < 2048, see lua/common.lua)
 //	<prefix>:{<queue>}:waiting   string: set while a consumer waits for work
 //	<prefix>:{<queue>}:notify    pub/sub channel: "n tasks became ready"
+//	<prefix>:{<queue>}:ready:<p> list: ready task ids of priority p != 0
+//	<prefix>:{<queue>}:levels    zset: the priorities p != 0 with ready tasks
+//	<prefix>:{<queue>}:pri       hash: id -> priority, for tasks of priority != 0
+//	<prefix>:{<queue>}:paused    string: set while the queue is paused
+//
+// The scripts derive the last four from the ready list's name (see
+// lua/priority.lua); paused is built here too, for Pause and Resume.
 //
 // Older versions also kept a dead set, "<prefix>:{<queue>}:dead" and
 // ":reasons"; nothing reads them now (dead letters live in the store), and
 // an operator may DEL them.
 type keys struct {
-	ready, delayed, leased, index, waiting, channel string
+	ready, delayed, leased, index, waiting, channel, paused string
 }
 
 func (q *Queue) keys(queue string) keys {
@@ -27,6 +34,7 @@ func (q *Queue) keys(queue string) keys {
 		index:   base + "i:",
 		waiting: base + "waiting",
 		channel: base + "notify",
+		paused:  base + "paused",
 	}
 }
 

@@ -44,6 +44,13 @@ const (
 	promoteLimit = 200
 )
 
+// The range of Item.Priority. Within a queue, ready tasks of a higher
+// priority are dequeued first; 0 is the default.
+const (
+	MinPriority = -10
+	MaxPriority = 10
+)
+
 // Config configures a Queue. Zero values mean the documented defaults.
 type Config struct {
 	// Client is the Redis client: single node, Sentinel or Cluster.
@@ -143,6 +150,12 @@ type Item struct {
 	// At is when the task becomes ready; zero or past means now. The queue
 	// keeps due times in whole milliseconds, rounded up: never early.
 	At time.Time
+	// Priority orders the task among the queue's ready tasks: a higher
+	// one is dequeued first, in the order enqueued within one priority.
+	// From MinPriority to MaxPriority; 0 is the default. The task keeps
+	// it until it is acked: a retry, a release or an expired lease puts
+	// it back among the tasks of its priority.
+	Priority int
 }
 
 // Enqueue adds tasks to queue, atomically. For each item it reports true
@@ -161,13 +174,16 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		return []bool{}, nil
 	}
 	k := q.keys(queue)
-	args := make([]any, 0, 2+2*len(items))
+	args := make([]any, 0, 3+3*len(items))
 	args = append(args, k.channel, q.how(), q.now().UnixMilli())
 	for _, it := range items {
 		if err := ValidateID(it.ID); err != nil {
 			return nil, err
 		}
-		args = append(args, it.ID, dueMillis(it.At))
+		if it.Priority < MinPriority || it.Priority > MaxPriority {
+			return nil, fmt.Errorf("%w: task %q: priority %d not in %d..%d", ErrInvalidArgument, it.ID, it.Priority, MinPriority, MaxPriority)
+		}
+		args = append(args, it.ID, dueMillis(it.At), it.Priority)
 	}
 	res, err := q.run(ctx, scriptEnqueue,
 		[]string{k.ready, k.delayed, k.index, k.waiting}, args...).Int64Slice()
@@ -322,7 +338,10 @@ func (s State) code() (int, bool) {
 
 // Stats counts the tasks of a queue by state.
 type Stats struct {
+	// Ready counts the ready tasks of every priority.
 	Ready, Delayed, Leased int64
+	// Paused is true while the queue is paused (see Pause).
+	Paused bool
 }
 
 // Stats counts the tasks of queue by state, atomically.
@@ -335,7 +354,51 @@ func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats of %q: %w", queue, err)
 	}
-	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2]}, nil
+	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2], Paused: res[3] == 1}, nil
+}
+
+// Pause stops every consumer, in every process, from leasing tasks of
+// queue: from the next Dequeue on, the queue offers nothing. Its tasks
+// stay where they are; enqueues, retries, releases and expired leases go
+// on as usual. Pausing a paused queue does nothing. The flag lives only
+// in Redis: callers that must survive a Redis that lost its data (the
+// engine) keep the truth elsewhere and call Pause again.
+func (q *Queue) Pause(ctx context.Context, queue string) error {
+	return q.setPaused(ctx, queue, true)
+}
+
+// Resume undoes Pause and wakes the consumers waiting on queue, so that
+// its ready tasks are taken at once. Resuming a queue that is not paused
+// does nothing.
+func (q *Queue) Resume(ctx context.Context, queue string) error {
+	return q.setPaused(ctx, queue, false)
+}
+
+// Paused reports whether queue is paused.
+func (q *Queue) Paused(ctx context.Context, queue string) (bool, error) {
+	if err := ValidateQueue(queue); err != nil {
+		return false, err
+	}
+	n, err := q.client.Exists(ctx, q.keys(queue).paused).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: paused %q: %w", queue, err)
+	}
+	return n == 1, nil
+}
+
+func (q *Queue) setPaused(ctx context.Context, queue string, paused bool) error {
+	if err := ValidateQueue(queue); err != nil {
+		return err
+	}
+	k := q.keys(queue)
+	flag, verb := "0", "resume"
+	if paused {
+		flag, verb = "1", "pause"
+	}
+	if err := q.run(ctx, scriptPause, []string{k.paused, k.waiting}, k.channel, q.how(), flag).Err(); err != nil {
+		return fmt.Errorf("queue: %s %q: %w", verb, queue, err)
+	}
+	return nil
 }
 
 // Ping checks that Redis answers, with one round trip. Readiness probes
@@ -355,10 +418,13 @@ type TaskInfo struct {
 	// Due is, for a delayed task, when it becomes ready; for a leased
 	// task, its lease deadline; zero for a ready task.
 	Due time.Time
+	// Priority is the task's Item.Priority.
+	Priority int
 }
 
 // List returns up to limit tasks of queue in state, skipping offset: ready
-// tasks in the order they will be dequeued, the others by Due.
+// tasks in the order they will be dequeued (highest priority first), the
+// others by Due.
 func (q *Queue) List(ctx context.Context, queue string, state State, offset, limit int) ([]TaskInfo, error) {
 	if err := ValidateQueue(queue); err != nil {
 		return nil, err
@@ -379,9 +445,9 @@ func (q *Queue) List(ctx context.Context, queue string, state State, offset, lim
 	if err != nil {
 		return nil, fmt.Errorf("queue: list %s tasks of %q: %w", state, queue, err)
 	}
-	infos := make([]TaskInfo, 0, len(res)/3)
-	for i := 0; i+2 < len(res); i += 3 {
-		info := TaskInfo{ID: asString(res[i]), State: state}
+	infos := make([]TaskInfo, 0, len(res)/4)
+	for i := 0; i+3 < len(res); i += 4 {
+		info := TaskInfo{ID: asString(res[i]), State: state, Priority: int(asInt(res[i+3]))}
 		info.Deliveries = int(asInt(res[i+1]))
 		if s := asString(res[i+2]); s != "" {
 			ms, err := strconv.ParseFloat(s, 64)

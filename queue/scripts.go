@@ -9,7 +9,8 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-// Each script is lua/common.lua followed by its own file. redis.Script
+// Each script is lua/priority.lua and lua/common.lua followed by its own
+// file. redis.Script
 // runs EVALSHA and falls back to EVAL once per server that lacks it.
 var (
 	scriptEnqueue = loadScript("enqueue")
@@ -21,9 +22,14 @@ var (
 	scriptSweep   = loadScript("sweep")
 	scriptStats   = loadScript("stats")
 	scriptList    = loadScript("list")
+	scriptPause   = loadScript("pause")
 )
 
 func loadScript(name string) *redis.Script {
+	priority, err := luaFS.ReadFile("lua/priority.lua")
+	if err != nil {
+		panic(err)
+	}
 	common, err := luaFS.ReadFile("lua/common.lua")
 	if err != nil {
 		panic(err)
@@ -32,5 +38,5 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	return redis.NewScript(string(priority) + "\n" + string(common) + "\n" + string(body))
 }

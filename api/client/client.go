@@ -321,6 +321,34 @@ func (c *Client) Signal(ctx context.Context, id, step string, payload json.RawMe
 	return out, err
 }
 
+// PauseRun calls POST /v1/runs/{id}/pause.
+func (c *Client) PauseRun(ctx context.Context, id string) (Run, error) {
+	var out Run
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/pause", nil, nil, nil, &out)
+	return out, err
+}
+
+// ResumeRun calls POST /v1/runs/{id}/resume.
+func (c *Client) ResumeRun(ctx context.Context, id string) (Run, error) {
+	var out Run
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/resume", nil, nil, nil, &out)
+	return out, err
+}
+
+// PauseQueue calls POST /v1/queues/{name}/pause.
+func (c *Client) PauseQueue(ctx context.Context, name string) (Queue, error) {
+	var out Queue
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/queues/"+seg(name)+"/pause", nil, nil, nil, &out)
+	return out, err
+}
+
+// ResumeQueue calls POST /v1/queues/{name}/resume.
+func (c *Client) ResumeQueue(ctx context.Context, name string) (Queue, error) {
+	var out Queue
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/queues/"+seg(name)+"/resume", nil, nil, nil, &out)
+	return out, err
+}
+
 // RetryRun calls POST /v1/runs/{id}/retry: the zero request retries the
 // run's failed steps; RetryRequest{Mode: RetryFromStep, Step: s} reruns
 // it from s.

@@ -32,6 +32,10 @@ type Run struct {
 	StartedAt      *time.Time        `json:"started_at,omitempty"`
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// Priority orders the run's steps within their queues (higher first).
+	Priority int `json:"priority"`
+	// PausedAt is set while the run is paused.
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 }
 
 // Step is the state of one step of a run.
@@ -147,6 +151,9 @@ type TriggerRequest struct {
 	// IdempotencyKey makes a repeat return the run the first call started
 	// (the Idempotency-Key header does the same and wins).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Priority orders the run's steps within their queues: -10..10, higher
+	// first, 0 the default.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Retry modes of POST /v1/runs/{id}/retry.
@@ -246,6 +253,8 @@ type Queue struct {
 	Ready   int64  `json:"ready"`
 	Delayed int64  `json:"delayed"`
 	Leased  int64  `json:"leased"`
+	// Paused is true while no node takes the queue's tasks.
+	Paused bool `json:"paused"`
 	// OldestReadyAgeSeconds is how long the next ready task has been
 	// ready; 0 with no ready task.
 	OldestReadyAgeSeconds float64 `json:"oldest_ready_age_seconds"`

@@ -92,7 +92,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 			defer closeAll()
 			return showRun(cmd.Context(), e, args[0], cmd.OutOrStdout())
 		},
-	}, &sb, sec), newPurgeCmd(sec))
+	}, &sb, sec), newPurgeCmd(sec), newRunPauseCmd(sec, true), newRunPauseCmd(sec, false))
 	runs.AddCommand(newRunsRetryCmd(sec), newRunsSkipCmd(sec))
 	var payload string
 	signal := withInspector(&cobra.Command{

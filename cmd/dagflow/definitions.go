@@ -174,6 +174,7 @@ type triggerFlags struct {
 	key      string
 	startAt  string
 	metadata []string
+	priority int
 }
 
 // newTriggerCmd is `dagflow trigger WORKFLOW`: it starts a run from the
@@ -209,6 +210,7 @@ func newTriggerCmd(sec *secrets) *cobra.Command {
 	fs.StringVar(&f.key, "key", "", "idempotency key: a repeat with the same key and input gives the same run")
 	fs.StringVar(&f.startAt, "start-at", "", "start the run's first steps at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
 	fs.StringArrayVar(&f.metadata, "metadata", nil, "metadata KEY=VALUE handed to the steps (repeatable)")
+	fs.IntVar(&f.priority, "priority", 0, "the run's priority, -10..10: its steps go before lower ones in their queues")
 	return cmd
 }
 
@@ -220,6 +222,12 @@ var errStdinLater = errors.New("input from stdin")
 // With stdin nil, an input from stdin gives errStdinLater.
 func (f *triggerFlags) parse(stdin io.Reader) ([]engine.TriggerOption, json.RawMessage, error) {
 	var opts []engine.TriggerOption
+	if f.priority < engine.MinPriority || f.priority > engine.MaxPriority {
+		return nil, nil, usagef("--priority %d: not in %d..%d", f.priority, engine.MinPriority, engine.MaxPriority)
+	}
+	if f.priority != 0 {
+		opts = append(opts, engine.Priority(f.priority))
+	}
 	if f.key != "" {
 		opts = append(opts, engine.IdempotencyKey(f.key))
 	}

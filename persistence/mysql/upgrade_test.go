@@ -60,6 +60,9 @@ type laterColumn struct {
 var laterColumns = []laterColumn{
 	{8, "workflow_runs", "definition", "VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"},
 	{12, "step_runs", "reruns", "INT NOT NULL DEFAULT 0"},
+	{14, "workflow_runs", "priority", "SMALLINT NOT NULL DEFAULT 0"},
+	{14, "workflow_runs", "paused_at", "DATETIME(6) NULL"},
+	{14, "step_runs", "priority", "SMALLINT NOT NULL DEFAULT 0"},
 	{13, "step_waits", "", `CREATE TABLE step_waits (run_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
 		step VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, PRIMARY KEY (run_id, step))`},
 }

@@ -17,7 +17,8 @@ import (
 // The store is this binary's, which reads and writes every column of
 // workflow_runs, migration 00007's definition among them: until the
 // upgrade the database gets that column, empty in every row, and loses
-// it again just before, so that 00007 adds it as on a real upgrade.
+// it again just before, so that 00007 adds it as on a real upgrade. The
+// same goes for migration 00010's priority and paused_at.
 func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 	t.Helper()
 	ctx := context.Background()
@@ -37,6 +38,9 @@ func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 	}{
 		{7, "workflow_runs", "definition", "TEXT NOT NULL DEFAULT ''"},
 		{11, "step_runs", "reruns", "INTEGER NOT NULL DEFAULT 0"},
+		{13, "workflow_runs", "priority", "INTEGER NOT NULL DEFAULT 0"},
+		{13, "workflow_runs", "paused_at", "TEXT"},
+		{13, "step_runs", "priority", "INTEGER NOT NULL DEFAULT 0"},
 	}
 	var drops []string
 	for _, c := range later {

@@ -371,6 +371,11 @@ func (s *Store) compensationClaim(ctx context.Context, p persistence.StepClaimPa
 			}
 			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: reason, Status: string(run.Status)}
 		}
+		if run.PausedAt != nil {
+			// Rolls the claim back: no new attempt of a paused run.
+			return &persistence.ClaimRefusedError{RunID: run.ID, Step: p.Step, Reason: persistence.RefusedRunPaused,
+				Status: string(persistence.StepCompensating)}
+		}
 		if res, err = s.compensationReads(ctx, q, p, run); err != nil {
 			return err
 		}

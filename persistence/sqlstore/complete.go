@@ -160,7 +160,7 @@ var lockedSizedCols = strings.Replace(stepCols, " output,", fmt.Sprintf(" CASE W
 // of each step's output (and the small ones: lockedSizedCols).
 func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []string, wholeRuns bool) (*completionBatch, error) {
 	var locked []runRow
-	cols, stepCols := "id, status", lockedStepCols
+	cols, stepCols := "id, status, paused_at", lockedStepCols
 	if wholeRuns {
 		cols = runCols // a claimed step needs its run's input
 		stepCols = lockedSizedCols
@@ -260,7 +260,8 @@ func (b *completionBatch) complete(i int, p persistence.StepCompleteParams, now 
 
 // releaseDependents counts r's completion in each waiting dependent; the
 // ones it was the last dependency of are queued (returned, by name) or,
-// within the budget and in a running run, claimed for the caller.
+// within the budget and in a running run that is not paused, claimed for
+// the caller.
 func (b *completionBatch) releaseDependents(i int, r *stepRow, now time.Time) []persistence.StepRun {
 	var ready []persistence.StepRun
 	for _, dn := range splitNames(r.Dependents) {
@@ -278,7 +279,8 @@ func (b *completionBatch) releaseDependents(i int, r *stepRow, now time.Time) []
 		d.PendingDeps = 0
 		d.Status = string(persistence.StepQueued)
 		d.QueuedAt = nullTime{T: now, Valid: true}
-		if b.runStatus[r.RunID] == string(persistence.RunRunning) && b.budget.take(d.Workflow, d.Step, d.Queue) {
+		if b.runStatus[r.RunID] == string(persistence.RunRunning) && !b.runs[r.RunID].PausedAt.Valid &&
+			b.budget.take(d.Workflow, d.Step, d.Queue) {
 			claimRow(d, b.budget.fence, b.budget.worker, b.budget.lease, now)
 			b.claims = append(b.claims, releaseClaimed{i, dk})
 			continue

@@ -90,6 +90,9 @@ func (s *Store) checkRunCreate(p persistence.RunCreateParams) error {
 			return err
 		}
 	}
+	if err := validPriority(p.Priority); err != nil {
+		return err
+	}
 	if p.Schedule != "" {
 		if err := validName("schedule name", p.Schedule); err != nil {
 			return err
@@ -151,6 +154,7 @@ func runRecord(p persistence.RunCreateParams) persistence.Run {
 		CreatedAt:      now,
 		StartedAt:      startedAt,
 		UpdatedAt:      now,
+		Priority:       p.Priority,
 	}
 	if len(p.Metadata) == 0 {
 		run.Metadata = nil
@@ -213,6 +217,7 @@ func planGraph(plan *runPlan, p persistence.RunCreateParams) error {
 			MaxAttempts: sp.MaxAttempts,
 			PendingDeps: len(sp.Deps),
 			UpdatedAt:   now,
+			Priority:    p.Priority,
 		}
 		if st.Queue == "" {
 			st.Queue = DefaultQueue
@@ -328,7 +333,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 		r, md := plan.run, plan.metadata
 		runs[i] = []any{r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
 			nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
-			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt), r.Definition}
+			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt), r.Definition, r.Priority, nil}
 		for j, st := range plan.steps {
 			if st.Status == persistence.StepWaiting && st.Attempt == 0 && st.Fence == "" &&
 				st.LeaseExpiresAt == nil && st.QueuedAt == nil && st.StartedAt == nil {
@@ -336,7 +341,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 				// worker and claim left to their column defaults (0, '',
 				// NULL), which is less for the server to parse.
 				waiting = append(waiting, []any{st.RunID, st.Step, plan.seqs[j], plan.run.Workflow, st.Queue, string(st.Status),
-					joinNames(st.Deps), joinNames(plan.dependents[j]), st.MaxAttempts, st.PendingDeps, s.t(st.UpdatedAt)})
+					joinNames(st.Deps), joinNames(plan.dependents[j]), st.MaxAttempts, st.PendingDeps, s.t(st.UpdatedAt), st.Priority})
 				continue
 			}
 			// attempt, fence, lease, started_at, worker and claimed_at
@@ -349,16 +354,16 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 			steps = append(steps, []any{st.RunID, st.Step, plan.seqs[j], plan.run.Workflow, st.Queue, string(st.Status),
 				joinNames(st.Deps), joinNames(plan.dependents[j]), st.Attempt, st.MaxAttempts, st.PendingDeps,
 				st.Fence, s.tp(st.LeaseExpiresAt), s.tp(st.QueuedAt), s.tp(st.StartedAt), s.t(st.UpdatedAt),
-				worker, s.tp(claimedAt)})
+				worker, s.tp(claimedAt), st.Priority})
 		}
 	}
 	// Runs first (their steps refer to them), in one round trip on MySQL.
-	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
+	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
 		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
-		worker, claimed_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)
+		worker, claimed_at, priority) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
-		max_attempts, pending_deps, updated_at) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", waiting)...)
+		max_attempts, pending_deps, updated_at, priority) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", waiting)...)
 	return stmts
 }
 

@@ -252,22 +252,24 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 		`CREATE TABLE r (id VARCHAR(64), workflow VARCHAR(64), version INT, status VARCHAR(32), input LONGBLOB NULL,
 			output LONGBLOB NULL, error TEXT NULL, idempotency_key VARCHAR(255) NULL, metadata LONGBLOB NULL,
 			schedule VARCHAR(64), scheduled_tick DATETIME(6) NULL, start_at DATETIME(6), created_at DATETIME(6),
-			started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL, updated_at DATETIME(6), definition VARCHAR(64))`,
+			started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL, updated_at DATETIME(6), definition VARCHAR(64),
+			priority INT, paused_at DATETIME(6) NULL)`,
 		`INSERT INTO r VALUES ('a', 'wf', 2, 'succeeded', '{"n":1}', '{"ok":true}', 'boom', 'key', '{"m":"v"}', 'every',
 			'2030-01-01 00:00:00.000001', '2030-01-01 00:00:01', '2030-01-01 00:00:02', '2030-01-01 00:00:03',
-			'2030-01-01 00:00:04', '2030-01-01 00:00:05.123456', 'a1b2c3d4e5f60718')`,
+			'2030-01-01 00:00:04', '2030-01-01 00:00:05.123456', 'a1b2c3d4e5f60718', 3, '2030-01-01 00:00:06')`,
 		`INSERT INTO r VALUES ('b', 'wf', 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
-			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '')`,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL)`,
 		`CREATE TABLE s (run_id VARCHAR(64), step VARCHAR(64), seq INT, workflow VARCHAR(64), queue VARCHAR(64),
 			status VARCHAR(32), deps TEXT, dependents TEXT, attempt INT, max_attempts INT, pending_deps INT,
 			comp_attempt INT, fence VARCHAR(64), lease_expires_at DATETIME(6) NULL, next_attempt_at DATETIME(6) NULL,
 			output LONGBLOB NULL, error TEXT NULL, queued_at DATETIME(6) NULL, started_at DATETIME(6) NULL,
-			finished_at DATETIME(6) NULL, updated_at DATETIME(6), worker VARCHAR(255), claimed_at DATETIME(6) NULL, reruns INT)`,
+			finished_at DATETIME(6) NULL, updated_at DATETIME(6), worker VARCHAR(255), claimed_at DATETIME(6) NULL, reruns INT,
+			priority INT)`,
 		`INSERT INTO s VALUES ('a', 'ship', 3, 'wf', 'q', 'running', 'notify,points', '', 2, 5, 0, 1, 'f',
 			'2030-01-01 00:00:01', '2030-01-01 00:00:02', '{"x":1}', 'e', '2030-01-01 00:00:03', '2030-01-01 00:00:04',
-			'2030-01-01 00:00:05', '2030-01-01 00:00:06', 'w', '2030-01-01 00:00:07', 2)`,
+			'2030-01-01 00:00:05', '2030-01-01 00:00:06', 'w', '2030-01-01 00:00:07', 2, -2)`,
 		`INSERT INTO s VALUES ('b', 'reserve', 0, 'wf', 'q', 'waiting', '', 'notify', 0, 3, 1, 0, '',
-			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL, 0)`,
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL, 0, 0)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -313,9 +315,9 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 	// before it in dest, none half filled.
 	for _, q := range []string{
 		`INSERT INTO r VALUES ('c', NULL, 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
-			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '')`,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL)`,
 		`INSERT INTO s VALUES ('c', 'ship', 3, NULL, 'q', 'waiting', '', '', 0, 3, 1, 0, '',
-			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL)`,
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL, 0, 0)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)

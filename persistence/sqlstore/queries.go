@@ -73,15 +73,20 @@ func (s *Store) dueStepQueries(p persistence.ListDueParams, name string, st pers
 	}
 	if len(p.Workflows) == 0 {
 		return []Query{{Name: name, SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND ` + cond + ` ORDER BY due_at LIMIT ?`, Args: args()}}
+			WHERE status = ? AND ` + cond + notPaused + ` ORDER BY due_at LIMIT ?`, Args: args()}}
 	}
 	out := make([]Query, 0, len(p.Workflows))
 	for _, wf := range p.Workflows {
 		out = append(out, Query{Name: name + "@" + wf, SQL: `SELECT ` + stepCols + ` FROM step_runs
-			WHERE status = ? AND workflow = ? AND ` + cond + ` ORDER BY due_at LIMIT ?`, Args: args(wf)})
+			WHERE status = ? AND workflow = ? AND ` + cond + notPaused + ` ORDER BY due_at LIMIT ?`, Args: args(wf)})
 	}
 	return out
 }
+
+// notPaused leaves the steps of paused runs out of the reconciler's
+// lists (Store.RunSetPaused): one primary-key lookup of the run per step
+// the index range gives, never a read of other runs.
+const notPaused = ` AND NOT EXISTS (SELECT 1 FROM workflow_runs pr WHERE pr.id = step_runs.run_id AND pr.paused_at IS NOT NULL)`
 
 func (s *Store) stepListQueuedQueries(p persistence.ListDueParams) []Query {
 	return append(

@@ -81,7 +81,7 @@ func (t nullTime) Value() (driver.Value, error) {
 	return t.T, nil
 }
 
-const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition"
+const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition, priority, paused_at"
 
 type runRow struct {
 	ID             string         `db:"id"`
@@ -101,6 +101,8 @@ type runRow struct {
 	FinishedAt     nullTime       `db:"finished_at"`
 	UpdatedAt      dbTime         `db:"updated_at"`
 	Definition     string         `db:"definition"`
+	Priority       int            `db:"priority"`
+	PausedAt       nullTime       `db:"paused_at"`
 }
 
 var runColList = strings.Split(runCols, ", ")
@@ -113,7 +115,7 @@ func scanRunRows(rows *sql.Rows, dest *[]runRow) error {
 		r := &(*dest)[len(*dest)-1]
 		if err := rows.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, &r.Input, &r.Output, &r.Error,
 			&r.IdempotencyKey, &r.Metadata, &r.Schedule, &r.ScheduledTick, &r.StartAt, &r.CreatedAt,
-			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Definition); err != nil {
+			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Definition, &r.Priority, &r.PausedAt); err != nil {
 			*dest = (*dest)[:len(*dest)-1]
 			return err
 		}
@@ -139,6 +141,8 @@ func (r runRow) record() (persistence.Run, error) {
 		StartedAt:      r.StartedAt.ptr(),
 		FinishedAt:     r.FinishedAt.ptr(),
 		UpdatedAt:      r.UpdatedAt.T,
+		Priority:       r.Priority,
+		PausedAt:       r.PausedAt.ptr(),
 	}
 	if len(r.Metadata) > 0 {
 		if err := json.Unmarshal(r.Metadata, &run.Metadata); err != nil {
@@ -148,7 +152,7 @@ func (r runRow) record() (persistence.Run, error) {
 	return run, nil
 }
 
-const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at, worker, claimed_at, reruns"
+const stepCols = "run_id, step, seq, workflow, queue, status, deps, dependents, attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, next_attempt_at, output, error, queued_at, started_at, finished_at, updated_at, worker, claimed_at, reruns, priority"
 
 type stepRow struct {
 	RunID          string         `db:"run_id"`
@@ -179,6 +183,7 @@ type stepRow struct {
 	ClaimedAt nullTime `db:"claimed_at"`
 	// Reruns counts the operator's reruns of the step after it completed.
 	Reruns int `db:"reruns"`
+	Priority  int      `db:"priority"`
 	// OutputSize is the stored output's length, read by the queries that
 	// select output_size after stepCols (and may leave Output unloaded).
 	OutputSize int64 `db:"output_size"`
@@ -208,7 +213,7 @@ func scanStepRows(rows *sql.Rows, dest *[]stepRow) error {
 		r := &(*dest)[len(*dest)-1]
 		fields := []any{&r.RunID, &r.Step, &r.Seq, &r.Workflow, &r.Queue, &r.Status, &r.Deps, &r.Dependents,
 			&r.Attempt, &r.MaxAttempts, &r.PendingDeps, &r.CompAttempt, &r.Fence, &r.LeaseExpiresAt, &r.NextAttemptAt,
-			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt, &r.Reruns, &r.OutputSize}
+			&r.Output, &r.Error, &r.QueuedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Worker, &r.ClaimedAt, &r.Reruns, &r.Priority, &r.OutputSize}
 		if !sized {
 			fields = fields[:len(fields)-1]
 		}
@@ -241,6 +246,7 @@ func (r stepRow) record() persistence.StepRun {
 		StartedAt:      r.StartedAt.ptr(),
 		FinishedAt:     r.FinishedAt.ptr(),
 		UpdatedAt:      r.UpdatedAt.T,
+		Priority:       r.Priority,
 	}
 }
 

@@ -18,8 +18,19 @@ import (
 // forwardRefusal says why r, a step of run, cannot be claimed for a
 // forward attempt at now, or returns nil when it can: the run is running
 // and the step is queued, retrying with its retry due, or running under a
-// lease that expired. This is the one place that decides a forward claim.
+// lease that expired, and the run is not paused. This is the one place
+// that decides a forward claim.
 func forwardRefusal(r *stepRow, run persistence.Run, now time.Time) *persistence.ClaimRefusedError {
+	e := stepRefusal(r, run, now)
+	if e == nil && run.PausedAt != nil {
+		// Claimable but for the pause: RunSetPaused resumes it.
+		e = &persistence.ClaimRefusedError{RunID: r.RunID, Step: r.Step, Status: r.Status, Reason: persistence.RefusedRunPaused}
+	}
+	return e
+}
+
+// stepRefusal is forwardRefusal without the run's pause.
+func stepRefusal(r *stepRow, run persistence.Run, now time.Time) *persistence.ClaimRefusedError {
 	e := &persistence.ClaimRefusedError{RunID: r.RunID, Step: r.Step, Status: r.Status}
 	switch {
 	case run.Status == persistence.RunPending:

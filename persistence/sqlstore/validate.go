@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -134,6 +135,15 @@ func validKey(v string) error {
 		return invalid("idempotency key", v, "not valid UTF-8")
 	case strings.IndexByte(v, 0) >= 0:
 		return invalid("idempotency key", v, "contains a NUL byte")
+	}
+	return nil
+}
+
+// validPriority checks a run's priority against
+// persistence.MinPriority..MaxPriority.
+func validPriority(p int) error {
+	if p < persistence.MinPriority || p > persistence.MaxPriority {
+		return invalid("priority", strconv.Itoa(p), fmt.Sprintf("not in %d..%d", persistence.MinPriority, persistence.MaxPriority))
 	}
 	return nil
 }

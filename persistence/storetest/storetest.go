@@ -123,6 +123,9 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ParkEventMatch", s.testParkEventMatch},
 		{"ParkEventFirst", s.testParkEventFirst},
 		{"ParkTimeoutAndSignal", s.testParkTimeoutAndSignal},
+		{"RunPriority", s.testRunPriority},
+		{"RunPause", s.testRunPause},
+		{"QueuePause", s.testQueuePause},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

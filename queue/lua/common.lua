@@ -90,15 +90,15 @@ local function sooner(delayed, due)
 end
 
 -- promote moves up to limit due delayed tasks and up to limit expired
--- leases (deadline <= now) to the back of the ready list, keeping their
--- delivery counts. It returns the two counts.
+-- leases (deadline <= now) to the back of the ready list of their
+-- priority (priority.lua), keeping their delivery counts. It returns the two counts.
 local function promote(ready, delayed, leased, iprefix, now, limit)
   local counts = {}
   for k, src in ipairs({ delayed, leased }) do
     local ids = redis.call('ZRANGEBYSCORE', src, '-inf', now, 'LIMIT', 0, limit)
     if #ids > 0 then
       callchunks('ZREM', src, ids)
-      callchunks('RPUSH', ready, ids)
+      pushready(ready, ids)
       -- delayed (1) or leased (2) to ready (0), deliveries unchanged
       for _, id in ipairs(ids) do
         redis.call('HINCRBY', ikey(iprefix, id), id, -k)

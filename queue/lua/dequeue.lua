@@ -15,11 +15,17 @@
 --         flag's value, which older versions read
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
+-- Ready tasks are leased highest priority first, and none from a paused
+-- queue (priority.lua).
 -- When it leases nothing (or leaves the queue empty while others wait) it
 -- sets the waiting flag, so that the next enqueue publishes a wake-up.
 local now, deadline, max = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[5]))
-local ids = redis.call('LPOP', KEYS[1], max)
+local stopped = queuepaused(KEYS[1])
+local ids = false
+if not stopped then
+  ids = popready(KEYS[1], max)
+end
 local res = { 0, 0 }
 if ids then
   local zargs = {}
@@ -33,13 +39,19 @@ if ids then
   end
   callchunks('ZADD', KEYS[3], zargs)
 end
-local left = redis.call('LLEN', KEYS[1])
+local left = readylen(KEYS[1])
+if stopped then
+  -- A paused queue offers nothing: the caller waits for Resume's wake-up.
+  left = 0
+end
 if left == 0 and (not ids or ARGV[6] == '1') then
   redis.call('SET', KEYS[5], ARGV[7])
 elseif left > 0 then
   notify(KEYS[5], ARGV[1], left, ARGV[7])
 end
-if not ids then
+if stopped then
+  res[1] = -1
+elseif not ids then
   res[1] = nextdue(KEYS[2], KEYS[3])
 end
 res[2] = left

@@ -6,12 +6,16 @@
 -- ARGV[1] state: 0 ready, 1 delayed, 2 leased
 -- ARGV[2] offset
 -- ARGV[3] limit
--- Returns {id1, deliveries1, score1 (ms, or "" for ready), id2, ...}.
+-- Returns {id1, deliveries1, score1 (ms, or "" for ready), priority1,
+-- id2, ...}; ready tasks in the order they will be dequeued.
 local state, first = tonumber(ARGV[1]), tonumber(ARGV[2])
 local last = first + tonumber(ARGV[3]) - 1
-local page = {}
+local pri = prioritized(KEYS[1])
+local page, ps = {}, {}
 if state == READY then
-  for _, id in ipairs(redis.call('LRANGE', KEYS[1], first, last)) do
+  local ids
+  ids, ps = listready(KEYS[1], first, last)
+  for _, id in ipairs(ids) do
     page[#page + 1] = id
     page[#page + 1] = ''
   end
@@ -25,5 +29,10 @@ for i = 1, #page, 2 do
   res[#res + 1] = id
   res[#res + 1] = d
   res[#res + 1] = page[i + 1]
+  local p = ps[(i + 1) / 2]
+  if p == nil then
+    p = priorityof(pri, id)
+  end
+  res[#res + 1] = p
 end
 return res

@@ -1,5 +1,5 @@
 -- release.lua: hand leased tasks back unprocessed: to the front of the
--- ready list, in the order given, with the delivery undone.
+-- ready list of their priority, in the order given, with the delivery undone.
 -- KEYS[1] ready list
 -- KEYS[2] leased zset
 -- KEYS[3] index bucket prefix
@@ -18,6 +18,6 @@ for i = #ARGV, 3, -1 do
     back[#back + 1] = id
   end
 end
-callchunks('LPUSH', KEYS[1], back)
+pushready(KEYS[1], back, true)
 notify(KEYS[4], ARGV[1], #back, ARGV[2])
 return #back

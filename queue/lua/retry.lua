@@ -18,7 +18,7 @@ if state ~= LEASED then
 end
 redis.call('ZREM', KEYS[3], id)
 if due <= tonumber(ARGV[2]) then
-  redis.call('RPUSH', KEYS[1], id)
+  pushready(KEYS[1], { id })
   iset(key, id, READY, d)
   notify(KEYS[5], ARGV[1], 1, ARGV[5])
 else

@@ -2,9 +2,14 @@
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
 -- KEYS[3] leased zset
--- Returns {ready, delayed, leased}.
+-- Returns {ready (every priority), delayed, leased, 1 if paused else 0}.
+local paused = 0
+if queuepaused(KEYS[1]) then
+  paused = 1
+end
 return {
-  redis.call('LLEN', KEYS[1]),
+  readylen(KEYS[1]),
   redis.call('ZCARD', KEYS[2]),
   redis.call('ZCARD', KEYS[3]),
+  paused,
 }
