@@ -182,8 +182,8 @@ type stepRow struct {
 	Worker    string   `db:"worker"`
 	ClaimedAt nullTime `db:"claimed_at"`
 	// Reruns counts the operator's reruns of the step after it completed.
-	Reruns int `db:"reruns"`
-	Priority  int      `db:"priority"`
+	Reruns   int `db:"reruns"`
+	Priority int `db:"priority"`
 	// OutputSize is the stored output's length, read by the queries that
 	// select output_size after stepCols (and may leave Output unloaded).
 	OutputSize int64 `db:"output_size"`
