@@ -10,12 +10,13 @@ package queue
 //	<prefix>:{<queue>}:i:<n>     hash: id -> deliveries*4 + state (n < 2048, see lua/common.lua)
 //	<prefix>:{<queue>}:waiting   string: set while a consumer waits for work
 //	<prefix>:{<queue>}:notify    pub/sub channel: "n tasks became ready"
+//	<prefix>:{<queue>}:bucket    hash: the rate limit's token bucket (see lua/limits.lua)
 //
 // Older versions also kept a dead set, "<prefix>:{<queue>}:dead" and
 // ":reasons"; nothing reads them now (dead letters live in the store), and
 // an operator may DEL them.
 type keys struct {
-	ready, delayed, leased, index, waiting, channel string
+	ready, delayed, leased, index, waiting, channel, bucket string
 }
 
 func (q *Queue) keys(queue string) keys {
@@ -27,6 +28,7 @@ func (q *Queue) keys(queue string) keys {
 		index:   base + "i:",
 		waiting: base + "waiting",
 		channel: base + "notify",
+		bucket:  base + "bucket",
 	}
 }
 

@@ -13,7 +13,7 @@ var luaFS embed.FS
 // runs EVALSHA and falls back to EVAL once per server that lacks it.
 var (
 	scriptEnqueue = loadScript("enqueue")
-	scriptDequeue = loadScript("dequeue")
+	scriptDequeue = loadScript("dequeue", "limits")
 	scriptAck     = loadScript("ack")
 	scriptRetry   = loadScript("retry")
 	scriptRelease = loadScript("release")
@@ -23,14 +23,15 @@ var (
 	scriptList    = loadScript("list")
 )
 
-func loadScript(name string) *redis.Script {
-	common, err := luaFS.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(err)
+// helpers are more files of local functions put between the two.
+func loadScript(name string, helpers ...string) *redis.Script {
+	src := ""
+	for _, f := range append(append([]string{"common"}, helpers...), name) {
+		b, err := luaFS.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		src += string(b) + "\n"
 	}
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	return redis.NewScript(src)
 }

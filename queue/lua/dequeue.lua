@@ -13,13 +13,19 @@
 -- ARGV[7] how the caller listens and publishes ("s": on the shard
 --         channel, see wake in common.lua; "1": classic); also the waiting
 --         flag's value, which older versions read
+-- KEYS[6] token bucket of the queue's rate limit (see limits.lua)
+-- ARGV[8..11] the queue's limit: concurrency, rate, period ms, burst
+--         (all 0: none)
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
 -- When it leases nothing (or leaves the queue empty while others wait) it
 -- sets the waiting flag, so that the next enqueue publishes a wake-up.
 local now, deadline, max = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[5]))
-local ids = redis.call('LPOP', KEYS[1], max)
+local lim
+max, lim = limitcap(KEYS[3], KEYS[6], now, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
+local ids = max > 0 and redis.call('LPOP', KEYS[1], max)
+limittake(lim, ids and #ids or 0)
 local res = { 0, 0 }
 if ids then
   local zargs = {}
@@ -34,13 +40,15 @@ if ids then
   callchunks('ZADD', KEYS[3], zargs)
 end
 local left = redis.call('LLEN', KEYS[1])
-if left == 0 and (not ids or ARGV[6] == '1') then
+if (left == 0 and (not ids or ARGV[6] == '1')) or (left > 0 and lim.full) then
+  -- Nothing to take, or what is left is over the limit: wait for a
+  -- wake-up (an enqueue, or a slot freed, see ack.lua).
   redis.call('SET', KEYS[5], ARGV[7])
 elseif left > 0 then
   notify(KEYS[5], ARGV[1], left, ARGV[7])
 end
 if not ids then
-  res[1] = nextdue(KEYS[2], KEYS[3])
+  res[1] = limitnext(lim, nextdue(KEYS[2], KEYS[3]))
 end
 res[2] = left
 return res
