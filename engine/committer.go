@@ -264,12 +264,16 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	if e.slots == nil || e.fetchCtx.Err() != nil || e.paused() {
 		return nil, 0
 	}
+	queues := e.eagerQueues()
+	if len(queues) == 0 {
+		return nil, 0 // every queue is limited: its steps are dequeued
+	}
 	n := e.slots.tryTake(max)
 	if n+extra == 0 {
 		return nil, 0
 	}
 	return &persistence.ReleaseClaim{
-		Queues: e.queueNames(), Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
+		Queues: queues, Max: n + extra, Fence: uuid.NewString(), Worker: e.cfg.NodeID,
 		LeaseUntil: e.clock.Now().Add(e.cfg.Lease), Handles: e.handles, MaxRead: e.cfg.MaxStepInput,
 	}, n
 }

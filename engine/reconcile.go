@@ -162,6 +162,9 @@ func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now tim
 		}
 		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: now})
 	}
+	if expired {
+		e.freeSlots(ctx, byQueue)
+	}
 	n := 0
 	for name, items := range byQueue {
 		added, err := e.q.Enqueue(ctx, name, items...)
