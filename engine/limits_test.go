@@ -105,6 +105,8 @@ func TestQueueConcurrencyLimitAcrossNodes(t *testing.T) {
 		o.Clock, o.Workflows = engine.SystemClock, []*dag.Workflow{wf}
 		envs := startNodes(t, o, 4, func(c *engine.Config, i int) {
 			c.NodeID = fmt.Sprintf("node-%d", i)
+			// No polling to speak of: a freed slot must wake the waiters.
+			c.PollInterval = 2 * time.Second
 			c.QueueLimits = map[string]engine.QueueLimit{"lim": {Concurrency: limit}}
 		})
 		start := time.Now()
@@ -160,6 +162,8 @@ func TestQueueRateLimitAcrossNodes(t *testing.T) {
 		o.Clock, o.Workflows = engine.SystemClock, []*dag.Workflow{wf}
 		envs := startNodes(t, o, 3, func(c *engine.Config, i int) {
 			c.NodeID = fmt.Sprintf("node-%d", i)
+			// No polling to speak of: the next token's time must wake them.
+			c.PollInterval = 2 * time.Second
 			c.QueueLimits = map[string]engine.QueueLimit{"api": {Rate: rate, Per: time.Second}}
 		})
 		var ids []string

@@ -1,0 +1,123 @@
+package faults
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// A queue concurrency limit with real processes: 4 worker nodes share a
+// queue limited to 3 running steps; one node is SIGKILLed while it holds
+// slots, and its slots come back at its node timeout.
+
+const (
+	wfLimited    = "limited" // one step, "slow", on limitedQueue
+	limitedQueue = "lim"
+	limitedStep  = 200 * time.Millisecond
+)
+
+func TestQueueLimitAcrossProcesses(t *testing.T) {
+	const (
+		limit = 3
+		runs  = 100
+	)
+	c := newCluster(t, clusterOptions{Configure: func(cc *childConfig) {
+		registryConfig(cc) // lease 60s, node timeout 5s
+		cc.QueueLimits = map[string]engine.QueueLimit{limitedQueue: {Concurrency: limit}}
+	}, NodeHeartbeat: registryHeartbeat, NodeTimeout: registryTimeout})
+	ws := c.start(4, nil)
+	ctx := context.Background()
+	start := time.Now()
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = c.trigger(wfLimited, map[string]int{"i": i})
+	}
+	// Kill the first node as soon as it starts a step, a fifth of the
+	// way in: it dies holding a slot (the step takes 200ms).
+	victim := ws[0]
+	for seen := 0; ; {
+		ev := c.waitEvent(60*time.Second, "limited")
+		seen++
+		if ev.Worker == victim && seen >= runs/5 {
+			break
+		}
+	}
+	victim.kill(t)
+	killedAt := time.Now()
+	got := c.waitRuns(ids, 3*time.Minute)
+	elapsed := time.Since(start)
+
+	var atts []persistence.Attempt
+	lost := 0
+	for _, id := range ids {
+		if got[id].Status != persistence.RunSucceeded {
+			t.Errorf("run %s is %s, want succeeded", id, got[id].Status)
+		}
+		as, err := c.store.AttemptList(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.Kind != persistence.AttemptForward {
+				continue
+			}
+			if a.FinishedAt == nil {
+				t.Errorf("run %s: attempt %d has no finish time", id, a.Attempt)
+				continue
+			}
+			if a.Outcome != persistence.OutcomeSucceeded {
+				lost++
+			}
+			atts = append(atts, a)
+		}
+	}
+	// A lost attempt holds its slot until it is taken over (its finish
+	// time): the bound counts it.
+	most, mean := overlap(atts)
+	ideal := time.Duration(runs) * limitedStep / limit
+	t.Logf("%d steps of %v, limit %d, 4 processes, one SIGKILLed holding slots (%d attempts lost): max running %d, mean running %.2f, all done %v after the first trigger (ideal %v, node timeout %v), %v after the kill",
+		runs, limitedStep, limit, lost, most, mean, elapsed.Round(time.Millisecond), ideal, registryTimeout, time.Since(killedAt).Round(time.Millisecond))
+	if most > limit {
+		t.Errorf("%d steps ran at once; the limit is %d", most, limit)
+	}
+	if lost == 0 {
+		t.Errorf("the victim held no step when it was killed")
+	}
+	// The victim's slots come back at its node timeout (5s), not after
+	// its 60s lease: everything ends well before the lease would.
+	if elapsed > ideal+registryLease/2 {
+		t.Errorf("all done %v after the start; the slots of the killed node did not come back before its lease (%v)", elapsed, registryLease)
+	}
+}
+
+// overlap is the most attempts running at one instant and the mean
+// number running from the first start to the last end.
+func overlap(atts []persistence.Attempt) (int, float64) {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var es []edge
+	var busy time.Duration
+	for _, a := range atts {
+		es = append(es, edge{a.StartedAt, 1}, edge{*a.FinishedAt, -1})
+		busy += a.FinishedAt.Sub(a.StartedAt)
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].at.Equal(es[j].at) {
+			return es[i].d < es[j].d
+		}
+		return es[i].at.Before(es[j].at)
+	})
+	cur, most := 0, 0
+	for _, e := range es {
+		cur += e.d
+		most = max(most, cur)
+	}
+	span := es[len(es)-1].at.Sub(es[0].at)
+	return most, float64(busy) / float64(span)
+}
