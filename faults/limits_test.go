@@ -36,23 +36,28 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	for i := range ids {
 		ids[i] = c.trigger(wfLimited, map[string]int{"i": i})
 	}
-	// Kill the first node as soon as it starts a step, a fifth of the
-	// way in: it dies holding a slot (the step takes 200ms).
+	// Kill the first node while it runs a step, a fifth of the way in:
+	// it dies holding a slot.
 	victim := ws[0]
-	for seen := 0; ; {
-		ev := c.waitEvent(60*time.Second, "limited")
+	var held string
+	for seen := 0; held == ""; {
+		ev := c.waitEvent(2*time.Minute, "limited")
 		seen++
-		if ev.Worker == victim && seen >= runs/5 {
-			break
+		if ev.Worker != victim || seen < runs/5 || len(ev.Fields) == 0 {
+			continue
+		}
+		if st, err := c.store.StepGet(ctx, ev.Fields[0], "slow"); err == nil && st.Status == persistence.StepRunning && st.Attempt == 1 {
+			victim.kill(t)
+			held = ev.Fields[0]
 		}
 	}
-	victim.kill(t)
 	killedAt := time.Now()
 	got := c.waitRuns(ids, 3*time.Minute)
 	elapsed := time.Since(start)
 
 	var atts []persistence.Attempt
 	lost := 0
+	var takenOver time.Duration
 	for _, id := range ids {
 		if got[id].Status != persistence.RunSucceeded {
 			t.Errorf("run %s is %s, want succeeded", id, got[id].Status)
@@ -71,6 +76,9 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 			}
 			if a.Outcome != persistence.OutcomeSucceeded {
 				lost++
+				if id == held {
+					takenOver = a.FinishedAt.Sub(killedAt)
+				}
 			}
 			atts = append(atts, a)
 		}
@@ -79,18 +87,17 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	// time): the bound counts it.
 	most, mean := overlap(atts)
 	ideal := time.Duration(runs) * limitedStep / limit
-	t.Logf("%d steps of %v, limit %d, 4 processes, one SIGKILLed holding slots (%d attempts lost): max running %d, mean running %.2f, all done %v after the first trigger (ideal %v, node timeout %v), %v after the kill",
-		runs, limitedStep, limit, lost, most, mean, elapsed.Round(time.Millisecond), ideal, registryTimeout, time.Since(killedAt).Round(time.Millisecond))
+	t.Logf("%d steps of %v, limit %d, 4 processes, one SIGKILLed holding slots (%d attempts lost): max running %d, mean running %.2f, all done %v after the first trigger (ideal %v); the killed node's step taken over %v after the kill (node timeout %v, lease %v)",
+		runs, limitedStep, limit, lost, most, mean, elapsed.Round(time.Millisecond), ideal, takenOver.Round(time.Millisecond), registryTimeout, registryLease)
 	if most > limit {
 		t.Errorf("%d steps ran at once; the limit is %d", most, limit)
 	}
-	if lost == 0 {
-		t.Errorf("the victim held no step when it was killed")
-	}
-	// The victim's slots come back at its node timeout (5s), not after
-	// its 60s lease: everything ends well before the lease would.
-	if elapsed > ideal+registryLease/2 {
-		t.Errorf("all done %v after the start; the slots of the killed node did not come back before its lease (%v)", elapsed, registryLease)
+	// The killed node's slot came back at its node timeout (5s), not
+	// after its 60s lease: its step was taken over (and the other slots
+	// kept working meanwhile, under the bound checked above).
+	if takenOver <= 0 || takenOver > registryLease/2 {
+		t.Errorf("the step the killed node held (run %s) was taken over %v after the kill; want about the node timeout %v, well before the lease %v",
+			held, takenOver, registryTimeout, registryLease)
 	}
 }
 
