@@ -266,7 +266,7 @@ func (e *Engine) releaseClaim(max, extra int) (*persistence.ReleaseClaim, int) {
 	}
 	queues := e.claimQueues()
 	if len(queues) == 0 {
-		return nil, 0 // every queue of this node is paused
+		return nil, 0 // every queue of this node is paused or limited
 	}
 	n := e.slots.tryTake(max)
 	if n+extra == 0 {

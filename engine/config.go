@@ -59,6 +59,12 @@ type Config struct {
 	// use, in name order. Each must be a valid name (a letter, then up to
 	// 63 letters, digits, '_' or '-'), listed once.
 	Queues []string
+	// QueueLimits bound the steps of queues, by queue name, across every
+	// node of the Redis prefix: how many run at once and how fast they
+	// start (see QueueLimit and docs/flow-control.md). Every node should
+	// be given the same limits. A step over its queue's limit waits in
+	// the queue, using no attempt; a queue without a limit costs nothing.
+	QueueLimits map[string]QueueLimit
 	// NoWorkers makes a node that triggers runs and reconciles but runs no
 	// steps.
 	NoWorkers bool
@@ -353,6 +359,7 @@ func (c Config) validate() error {
 		}
 	}
 	errs = append(errs, c.Retention.validate()...)
+	errs = append(errs, c.validateLimits()...)
 	return errors.Join(append(errs, c.validateNames()...)...)
 }
 

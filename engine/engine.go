@@ -105,6 +105,7 @@ func New(cfg Config) (*Engine, error) {
 		Now:          cfg.Clock.Now,
 		PollInterval: cfg.PollInterval,
 		Logger:       cfg.Logger,
+		Limits:       cfg.queueLimits(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -224,9 +224,9 @@ func (e *Engine) notePaused(name string, paused bool) {
 
 // claimQueues are the queues whose steps this node may claim without
 // going through Redis (at create and at release): its queues, less the
-// paused ones.
+// limited ones (eagerQueues) and the paused ones.
 func (e *Engine) claimQueues() []string {
-	all := e.queueNames()
+	all := e.eagerQueues()
 	paused := e.pausedQueues.Load()
 	if paused == nil || len(*paused) == 0 {
 		return all

@@ -177,6 +177,9 @@ func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now tim
 		}
 		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), At: now, Priority: s.Priority})
 	}
+	if expired {
+		e.freeSlots(ctx, byQueue)
+	}
 	n := 0
 	for name, items := range byQueue {
 		added, err := e.q.Enqueue(ctx, name, items...)

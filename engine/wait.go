@@ -30,6 +30,11 @@ const (
 	// its workflow and step registered and works its queue. It waits,
 	// using no attempts, until one starts.
 	WaitNoNode WaitReason = "no_node"
+	// WaitLimited: the step is queued for live nodes that can run it,
+	// but its queue is at its concurrency limit or paced by its rate
+	// limit (Config.QueueLimits); it starts when a slot frees or its
+	// turn comes, using no attempts meanwhile.
+	WaitLimited WaitReason = "limited"
 	// WaitRunning: the step (or its compensation) is running; the
 	// worker's lease ends at DueAt unless renewed.
 	WaitRunning WaitReason = "running"
@@ -61,7 +66,8 @@ type StepWait struct {
 
 // WhyWaiting says why a step of a run is not running: its run has not
 // started, its dependencies have not finished, its retry is not due, it
-// is queued for a live node that can run it, or no live node can (see
+// is queued for a live node that can run it (or its queue is at its limit,
+// Config.QueueLimits), or no live node can (see
 // the node registry: Nodes). It reads the store only, so any node —
 // even one that runs no steps — can answer it.
 func (e *Engine) WhyWaiting(ctx context.Context, runID, step string) (StepWait, error) {
@@ -169,6 +175,7 @@ func (e *Engine) whyDue(ctx context.Context, w StepWait, s *persistence.StepRun)
 	}
 	w.Reason = WaitQueued
 	w.Detail = fmt.Sprintf("queued since %s for %d live node(s) that can run it", stamp(w.Since), len(w.Nodes))
+	e.whyLimited(ctx, &w)
 	return w, nil
 }
 

@@ -51,6 +51,8 @@ type childConfig struct {
 	// TraceFile, when set, makes the worker trace (Config.TracerProvider)
 	// and write every span to this file as it ends (spanfile_test.go).
 	TraceFile string
+	// QueueLimits is the engine's Config.QueueLimits.
+	QueueLimits map[string]engine.QueueLimit
 }
 
 // TestWorkerProcess is not a test: it is the body of a worker process
@@ -106,6 +108,7 @@ func runWorker(cfg childConfig) error {
 		Concurrency: cfg.Concurrency, Lease: cfg.Lease, Heartbeat: cfg.Heartbeat,
 		ReconcileInterval: cfg.Reconcile, PollInterval: 200 * time.Millisecond, DeliveryLimit: cfg.DeliveryLimit,
 		NodeHeartbeat: cfg.NodeHeartbeat, NodeTimeout: cfg.NodeTimeout,
+		QueueLimits: cfg.QueueLimits,
 	}
 	if cfg.TraceFile != "" {
 		tp, err := fileTracerProvider(cfg.TraceFile)

@@ -279,5 +279,19 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy, typed, evented}, nil
+	limited, err := dag.New(wfLimited, dag.DefaultRetry(retry)).
+		Step("slow", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			h.announce("limited %s", sc.RunID)
+			select {
+			case <-time.After(limitedStep):
+				return json.RawMessage(`{}`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}), dag.Queue(limitedQueue)).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed, evented, limited}, nil
 }

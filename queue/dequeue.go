@@ -138,9 +138,11 @@ func (q *Queue) dequeueFrom(ctx context.Context, queue string, max int, lease ti
 	if others {
 		arm = 1
 	}
+	conc, rate, per, burst := q.limitArgs(queue)
 	res, err := q.run(context.WithoutCancel(ctx), scriptDequeue,
-		[]string{k.ready, k.delayed, k.leased, k.index, k.waiting},
-		k.channel, now.UnixMilli(), deadline, max, promoteLimit+max, arm, q.how()).Slice()
+		[]string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.bucket},
+		k.channel, now.UnixMilli(), deadline, max, promoteLimit+max, arm, q.how(),
+		conc, rate, per, burst).Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("queue: dequeue from %q: %w", queue, err)
 	}

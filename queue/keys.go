@@ -14,15 +14,17 @@ package queue
 //	<prefix>:{<queue>}:levels    zset: the priorities p != 0 with ready tasks
 //	<prefix>:{<queue>}:pri       hash: id -> priority, for tasks of priority != 0
 //	<prefix>:{<queue>}:paused    string: set while the queue is paused
+//	<prefix>:{<queue>}:bucket    hash: the rate limit's token bucket (see lua/limits.lua)
 //
-// The scripts derive the last four from the ready list's name (see
-// lua/priority.lua); paused is built here too, for Pause and Resume.
+// The scripts derive ready:<p>, levels, pri and paused from the ready
+// list's name (see lua/priority.lua); paused is built here too, for Pause
+// and Resume, and bucket for the dequeue of a rate-limited queue.
 //
 // Older versions also kept a dead set, "<prefix>:{<queue>}:dead" and
 // ":reasons"; nothing reads them now (dead letters live in the store), and
 // an operator may DEL them.
 type keys struct {
-	ready, delayed, leased, index, waiting, channel, paused string
+	ready, delayed, leased, index, waiting, channel, paused, bucket string
 }
 
 func (q *Queue) keys(queue string) keys {
@@ -35,6 +37,7 @@ func (q *Queue) keys(queue string) keys {
 		waiting: base + "waiting",
 		channel: base + "notify",
 		paused:  base + "paused",
+		bucket:  base + "bucket",
 	}
 }
 

@@ -68,6 +68,11 @@ type Config struct {
 	// Logger receives the rare operational messages (lost pub/sub
 	// connection...), default a logger that discards.
 	Logger *slog.Logger
+	// Limits are the flow control of queues, by name: how many of a
+	// queue's tasks may be leased at once and how fast they are handed
+	// out (see Limit). Every process using a queue should pass the same
+	// limit for it. A queue without one costs nothing extra.
+	Limits map[string]Limit
 }
 
 func (c Config) withDefaults() Config {
@@ -95,6 +100,14 @@ func (c Config) validate() error {
 	case c.PollInterval < 0:
 		return fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidConfig, c.PollInterval)
 	}
+	for name, l := range c.Limits {
+		if err := ValidateQueue(name); err != nil {
+			return fmt.Errorf("%w: Limits: %w", ErrInvalidConfig, err)
+		}
+		if err := l.Validate(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -106,6 +119,8 @@ type Queue struct {
 	now    func() time.Time
 	poll   time.Duration
 	log    *slog.Logger
+	// limits holds the limited queues of Config.Limits only.
+	limits map[string]Limit
 
 	notifier *notifier
 	// cluster is the client when it is a Redis Cluster's: wake-ups then
@@ -129,6 +144,12 @@ func New(cfg Config) (*Queue, error) {
 		now:    cfg.Now,
 		poll:   cfg.PollInterval,
 		log:    cfg.Logger,
+		limits: map[string]Limit{},
+	}
+	for name, l := range cfg.Limits {
+		if l.limited() {
+			q.limits[name] = l.withDefaults()
+		}
 	}
 	q.cluster, _ = cfg.Client.(*redis.ClusterClient)
 	q.notifier = newNotifier(q)
@@ -207,7 +228,13 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 		return err
 	}
 	k := q.keys(queue)
-	if err := q.run(ctx, scriptAck, []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)...).Err(); err != nil {
+	keys, args := []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)
+	if q.limits[queue].Concurrency > 0 {
+		// The slots freed wake a consumer waiting for one.
+		keys = append(keys, k.waiting)
+		args = append([]any{k.channel, q.how()}, args...)
+	}
+	if err := q.run(ctx, scriptAck, keys, args...).Err(); err != nil {
 		return fmt.Errorf("queue: ack in %q: %w", queue, err)
 	}
 	return nil

@@ -14,7 +14,7 @@ var luaFS embed.FS
 // runs EVALSHA and falls back to EVAL once per server that lacks it.
 var (
 	scriptEnqueue = loadScript("enqueue")
-	scriptDequeue = loadScript("dequeue")
+	scriptDequeue = loadScript("dequeue", "limits")
 	scriptAck     = loadScript("ack")
 	scriptRetry   = loadScript("retry")
 	scriptRelease = loadScript("release")
@@ -25,18 +25,17 @@ var (
 	scriptPause   = loadScript("pause")
 )
 
-func loadScript(name string) *redis.Script {
-	priority, err := luaFS.ReadFile("lua/priority.lua")
-	if err != nil {
-		panic(err)
+// loadScript builds a script from the files of lua/: priority.lua and
+// common.lua first (their local functions), then helpers, more files of
+// local functions, then the script's own name.lua.
+func loadScript(name string, helpers ...string) *redis.Script {
+	src := ""
+	for _, f := range append(append([]string{"priority", "common"}, helpers...), name) {
+		b, err := luaFS.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		src += string(b) + "\n"
 	}
-	common, err := luaFS.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(priority) + "\n" + string(common) + "\n" + string(body))
+	return redis.NewScript(src)
 }

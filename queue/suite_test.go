@@ -702,6 +702,8 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 		}
 	})
 
+	t.Run("Limits", func(t *testing.T) { runLimitSuite(t, newClient) })
+
 	t.Run("Bind", func(t *testing.T) {
 		q, _ := setup(t)
 		if owner, err := q.Bind(ctx, "db-1"); err != nil || owner != "db-1" {

@@ -33,6 +33,7 @@ type workerFlags struct {
 	b           backendFlags
 	concurrency int
 	queues      string
+	queueLimits []string
 	lease       time.Duration
 	shutdown    time.Duration
 	// nodeTimeout and nodeHeartbeat are engine.Config's NodeTimeout and
@@ -73,6 +74,7 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.IntVar(&w.concurrency, "concurrency", 10, "steps run at once")
 	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
+	fs.StringArrayVar(&w.queueLimits, "queue-limit", nil, queueLimitHelp)
 	fs.DurationVar(&w.lease, "lease", 30*time.Second, "step lease")
 	fs.DurationVar(&w.nodeHeartbeat, "node-heartbeat", engine.DefaultNodeHeartbeat, "how often the node records (and publishes) its status in the node registry")
 	fs.DurationVar(&w.nodeTimeout, "node-timeout", engine.NodeAliveWithin, "a node without a registry heartbeat for this long is presumed dead and its steps are taken over (longer than --node-heartbeat)")
@@ -161,6 +163,10 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 			}
 		}
 	}
+	limits, err := parseQueueLimits(w.queueLimits)
+	if err != nil {
+		return nil, err
+	}
 	store, err := w.b.openStore(ctx)
 	if err != nil {
 		return nil, err
@@ -172,7 +178,8 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	}
 	closeAll := func() { rdb.Close(); store.Close() }
 	cfg := engine.Config{
-		Store: store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
+		QueueLimits: limits,
+		Store:       store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
 		NodeHeartbeat: w.nodeHeartbeat, NodeTimeout: w.nodeTimeout, TracerProvider: tr.provider(),
 	}

@@ -4,11 +4,17 @@
 -- KEYS[3] leased zset
 -- KEYS[4] index bucket prefix
 -- ARGV[1..] task ids
+-- A queue with a concurrency limit (see limits.lua) passes also
+-- KEYS[5] waiting flag
+-- and then ARGV[1] notify channel, ARGV[2] how to publish, ARGV[3..] ids:
+-- the slots an ack frees wake a consumer that waits for one.
 -- Returns the number of tasks removed. A removed task's priority is
 -- forgotten (priority.lua).
 local n = 0
 local pri = prioritized(KEYS[1])
-for _, id in ipairs(ARGV) do
+local first = KEYS[5] and 3 or 1
+for i = first, #ARGV do
+  local id = ARGV[i]
   local key = ikey(KEYS[4], id)
   local gone = redis.call('ZREM', KEYS[3], id) == 1 -- the usual case: leased
   if not gone then
@@ -26,5 +32,8 @@ for _, id in ipairs(ARGV) do
     end
     n = n + 1
   end
+end
+if KEYS[5] and n > 0 then
+  notify(KEYS[5], ARGV[1], readylen(KEYS[1]), ARGV[2])
 end
 return n

@@ -13,6 +13,9 @@
 -- ARGV[7] how the caller listens and publishes ("s": on the shard
 --         channel, see wake in common.lua; "1": classic); also the waiting
 --         flag's value, which older versions read
+-- KEYS[6] token bucket of the queue's rate limit (see limits.lua)
+-- ARGV[8..11] the queue's limit: concurrency, rate, period ms, burst
+--         (all 0: none)
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
 -- Ready tasks are leased highest priority first, and none from a paused
@@ -22,10 +25,13 @@
 local now, deadline, max = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[5]))
 local stopped = queuepaused(KEYS[1])
+local lim
+max, lim = limitcap(KEYS[3], KEYS[6], now, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
 local ids = false
-if not stopped then
+if not stopped and max > 0 then
   ids = popready(KEYS[1], max)
 end
+limittake(lim, ids and #ids or 0)
 local res = { 0, 0 }
 if ids then
   local zargs = {}
@@ -44,7 +50,9 @@ if stopped then
   -- A paused queue offers nothing: the caller waits for Resume's wake-up.
   left = 0
 end
-if left == 0 and (not ids or ARGV[6] == '1') then
+if (left == 0 and (not ids or ARGV[6] == '1')) or (left > 0 and lim.full) then
+  -- Nothing to take, or what is left is over the limit: wait for a
+  -- wake-up (an enqueue, Resume, or a slot freed, see ack.lua).
   redis.call('SET', KEYS[5], ARGV[7])
 elseif left > 0 then
   notify(KEYS[5], ARGV[1], left, ARGV[7])
@@ -52,7 +60,7 @@ end
 if stopped then
   res[1] = -1
 elseif not ids then
-  res[1] = nextdue(KEYS[2], KEYS[3])
+  res[1] = limitnext(lim, nextdue(KEYS[2], KEYS[3]))
 end
 res[2] = left
 return res

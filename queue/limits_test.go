@@ -1,0 +1,167 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// runLimitSuite is the part of the conformance suite about Limit.
+func runLimitSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) {
+	ctx := context.Background()
+	lease := time.Minute
+	setup := func(t *testing.T, limits map[string]Limit) (*Queue, func(time.Duration)) {
+		clock := newFakeClock()
+		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, PollInterval: 30 * time.Second, Limits: limits})
+		return q, clock.Advance
+	}
+	// nothingFor asserts that a Dequeue gets nothing for d (it blocks).
+	nothingFor := func(t *testing.T, q *Queue, queue string, d time.Duration) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		got, err := q.Dequeue(c, DequeueParams{Queues: []string{queue}, Max: 10, Lease: lease})
+		if !errors.Is(err, context.DeadlineExceeded) || len(got) > 0 {
+			t.Fatalf("dequeue over the limit = %v, %v; want nothing until the deadline", taskIDs(got), err)
+		}
+	}
+
+	t.Run("Concurrency", func(t *testing.T) {
+		q, advance := setup(t, map[string]Limit{"jobs": {Concurrency: 2}})
+		mustEnqueue(t, q, "jobs", Item{ID: "a"}, Item{ID: "b"}, Item{ID: "c"}, Item{ID: "d"}, Item{ID: "e"})
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a,b" {
+			t.Fatalf("first dequeue = %s, want a,b (2 slots)", ids)
+		}
+		nothingFor(t, q, "jobs", 100*time.Millisecond)
+		wantStats(t, q, "jobs", Stats{Ready: 3, Leased: 2})
+
+		// An ack frees a slot and wakes a consumer waiting for one, long
+		// before its PollInterval (30s).
+		type result struct {
+			tasks []Task
+			err   error
+		}
+		done := make(chan result, 1)
+		go func() {
+			c, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			tasks, err := q.Dequeue(c, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+			done <- result{tasks, err}
+		}()
+		waitForWaiters(t, q, "jobs", 1)
+		if err := q.Ack(ctx, "jobs", "a"); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || strings.Join(taskIDs(r.tasks), ",") != "c" {
+			t.Fatalf("dequeue after an ack = %v, %v; want c", taskIDs(r.tasks), r.err)
+		}
+		// The tasks that waited spent no delivery.
+		if r.tasks[0].Deliveries != 1 {
+			t.Errorf("c's deliveries = %d, want 1", r.tasks[0].Deliveries)
+		}
+		// Retry and Release give slots back too.
+		if err := q.Retry(ctx, "jobs", "b", time.Time{}.Add(1)); err != nil {
+			t.Fatal(err)
+		}
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "d" {
+			t.Fatalf("dequeue after a retry = %s, want d", ids)
+		}
+		if err := q.Release(ctx, "jobs", "d"); err != nil {
+			t.Fatal(err)
+		}
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "d" {
+			t.Fatalf("dequeue after a release = %s, want d", ids)
+		}
+		// The consumer holding c and d dies: its slots come back when
+		// its leases run out, not before.
+		advance(lease - time.Second)
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		advance(time.Second)
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if len(got) != 2 {
+			t.Fatalf("dequeue after the leases ran out = %v, want 2 tasks", taskIDs(got))
+		}
+		wantStats(t, q, "jobs", Stats{Ready: 2, Leased: 2})
+
+		// Another queue of the same Queue is not limited.
+		mustEnqueue(t, q, "free", Item{ID: "x"}, Item{ID: "y"}, Item{ID: "z"})
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"free"}, Max: 10, Lease: lease}); len(got) != 3 {
+			t.Fatalf("unlimited queue gave %v, want 3 tasks", taskIDs(got))
+		}
+	})
+
+	t.Run("Rate", func(t *testing.T) {
+		q, advance := setup(t, map[string]Limit{"jobs": {Rate: 4, Per: time.Second}})
+		var items []Item
+		for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+			items = append(items, Item{ID: id})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("first dequeue = %v, want 1 task (burst 1)", taskIDs(got))
+		}
+		// The next token is due in 250ms (fake time, which does not move):
+		// the consumer sleeps until then and gets nothing.
+		nothingFor(t, q, "jobs", 100*time.Millisecond)
+		advance(249 * time.Millisecond)
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		advance(time.Millisecond)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue when the token is due = %v, want 1 task", taskIDs(got))
+		}
+		// An idle while refills the bucket up to Burst only.
+		advance(time.Hour)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue after an hour = %v, want 1 task (burst 1)", taskIDs(got))
+		}
+		// (The hour also ended the first two leases: they are ready again.)
+		wantStats(t, q, "jobs", Stats{Ready: 7, Leased: 1})
+	})
+
+	t.Run("RateBurstAndWake", func(t *testing.T) {
+		clock := newFakeClock()
+		q := newTestQueue(t, newClient(t), Config{Now: clock.Now, PollInterval: 30 * time.Second,
+			Limits: map[string]Limit{"jobs": {Rate: 10, Per: time.Second, Burst: 3, Concurrency: 4}}})
+		var items []Item
+		for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+			items = append(items, Item{ID: id})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 3 {
+			t.Fatalf("first dequeue = %v, want the burst of 3", taskIDs(got))
+		}
+		clock.Advance(time.Second)
+		// 10 tokens are due, the bucket holds 3, the concurrency allows 1.
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("second dequeue = %v, want 1 (4 slots, 3 held)", taskIDs(got))
+		}
+	})
+
+	t.Run("InvalidLimits", func(t *testing.T) {
+		c := newClient(t)
+		for _, tc := range []struct {
+			limits map[string]Limit
+			want   string
+		}{
+			{map[string]Limit{"jobs": {Concurrency: -1}}, `queue "jobs": Concurrency -1 is negative`},
+			{map[string]Limit{"jobs": {Rate: -2, Per: time.Second}}, `queue "jobs": Rate -2 is negative`},
+			{map[string]Limit{"jobs": {Rate: 5}}, `queue "jobs": Rate 5 needs a Per of at least 1ms, got 0s`},
+			{map[string]Limit{"jobs": {Per: time.Second}}, `queue "jobs": Per and Burst need a Rate`},
+			{map[string]Limit{"jobs": {Rate: 1, Per: time.Second, Burst: -1}}, `queue "jobs": Burst -1 is negative`},
+			{map[string]Limit{"bad name": {Concurrency: 1}}, `invalid queue name`},
+		} {
+			_, err := New(Config{Client: c, Limits: tc.limits})
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New with %+v = %v, want ErrInvalidConfig saying %q", tc.limits, err, tc.want)
+			}
+		}
+	})
+}
