@@ -170,6 +170,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(append(qs, s.DefinitionQueries()...), s.APIKeyQueries()...)
 	qs = append(qs, s.EventQueries(now)...)
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
+	qs = append(qs, s.ScheduleQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
@@ -226,6 +227,8 @@ func rangeOf(name string) string {
 		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
+	case name == "ScheduleListChanged":
+		return "idx_schedules_changed"
 	}
 	return ""
 }
