@@ -770,9 +770,10 @@ type ScheduleDeleteParams struct {
 }
 
 // ScheduleListChangedParams are the arguments of
-// Store.ScheduleListChanged. The listing starts after (After,
-// AfterName), exclusive; Limit is 1000 when zero or negative, at most
-// 10000.
+// Store.ScheduleListChanged. The listing starts after After, exclusive;
+// AfterName, set to the last row of a full page, continues after that
+// row (After being its ChangedAt). Limit is 1000 when zero or negative,
+// at most 10000.
 type ScheduleListChangedParams struct {
 	After     time.Time
 	AfterName string

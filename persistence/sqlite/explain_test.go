@@ -227,7 +227,7 @@ func rangeOf(name string) string {
 		return "idx_events_pending"
 	case name == "StepListChanged":
 		return "idx_steps_updated"
-	case name == "ScheduleListChanged":
+	case name == "ScheduleListChanged", name == "ScheduleListChanged/page":
 		return "idx_schedules_changed"
 	}
 	return ""

@@ -200,18 +200,28 @@ func (s *Store) scheduleChangedQuery(p persistence.ScheduleListChangedParams) Qu
 	if limit <= 0 {
 		limit = defaultChangeLimit
 	}
+	limit = min(limit, maxChangeLimit)
 	after := s.t(norm(p.After))
-	return Query{Name: "ScheduleListChanged", SQL: `SELECT ` + scheduleCols + ` FROM schedules` + s.d.useIndex("idx_schedules_changed") +
+	from := `SELECT ` + scheduleCols + ` FROM schedules` + s.d.useIndex("idx_schedules_changed")
+	if p.AfterName == "" {
+		// The usual read: one range from a time on.
+		return Query{Name: "ScheduleListChanged", SQL: from + ` WHERE changed_at > ? ORDER BY changed_at, name LIMIT ?`,
+			Args: []any{after, limit}}
+	}
+	// The next page of a read: it reads the index entries of the page's
+	// last time again (a bulk change may give many rows one time).
+	return Query{Name: "ScheduleListChanged/page", SQL: from +
 		` WHERE changed_at >= ? AND (changed_at > ? OR (changed_at = ? AND name > ?)) ORDER BY changed_at, name LIMIT ?`,
-		Args: []any{after, after, after, p.AfterName, min(limit, maxChangeLimit)}}
+		Args: []any{after, after, after, p.AfterName, limit}}
 }
 
 // ScheduleQueries are the schedule queries that must read an index, for
 // the EXPLAIN tests.
 func (s *Store) ScheduleQueries(after time.Time) []Query {
 	return []Query{
+		s.scheduleChangedQuery(persistence.ScheduleListChangedParams{After: after}),
 		s.scheduleChangedQuery(persistence.ScheduleListChangedParams{After: after, AfterName: "tenant-00001"}),
-		{Name: "ScheduleGet", SQL: `SELECT ` + scheduleCols + ` FROM schedules WHERE name = ? AND deleted = ?`, Args: []any{"tenant-00001", false}},
+		{Name: "ScheduleGet", SQL: `SELECT ` + scheduleCols + ` FROM schedules WHERE name = ?`, Args: []any{"tenant-00001"}},
 	}
 }
 
