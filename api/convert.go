@@ -154,6 +154,7 @@ func toSchedule(si engine.ScheduleInfo, ticks []persistence.ScheduleTick) client
 		LastTick:      utcPtr(si.LastTick),
 		Next:          next,
 		LastRuns:      last,
+		Owner:         si.Owner,
 	}
 	if sc.TimeZone == "" {
 		sc.TimeZone = "UTC"

@@ -266,6 +266,10 @@ func (s *server) routes() []Route {
 		{Method: "DELETE", Path: "/v1/dead-letters/{run}/{step}", Scope: ScopeOperate, handle: s.discardDeadLetter},
 
 		{Method: "GET", Path: "/v1/schedules", Scope: ScopeRead, handle: s.listSchedules},
+		{Method: "POST", Path: "/v1/schedules", Scope: ScopeAdmin, handle: s.createSchedule},
+		{Method: "PUT", Path: "/v1/schedules/{name}", Scope: ScopeAdmin, handle: s.replaceSchedule},
+		{Method: "PATCH", Path: "/v1/schedules/{name}", Scope: ScopeAdmin, handle: s.editSchedule},
+		{Method: "DELETE", Path: "/v1/schedules/{name}", Scope: ScopeAdmin, handle: s.deleteSchedule},
 		{Method: "POST", Path: "/v1/schedules/{name}/pause", Scope: ScopeAdmin, handle: s.pauseSchedule},
 		{Method: "POST", Path: "/v1/schedules/{name}/resume", Scope: ScopeAdmin, handle: s.resumeSchedule},
 		{Method: "POST", Path: "/v1/schedules/{name}/trigger", Scope: ScopeAdmin, handle: s.triggerSchedule},

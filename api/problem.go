@@ -80,6 +80,10 @@ func problemOf(err error) *apiError {
 	case errors.As(err, &ic):
 		return &apiError{status: http.StatusConflict, code: CodeIdempotencyConflict, runID: ic.RunID, err: err,
 			detail: fmt.Sprintf("idempotency key %q of workflow %q was already used by run %s with a different input", ic.Key, ic.Workflow, ic.RunID)}
+	case errors.Is(err, engine.ErrInvalidSchedule):
+		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
+	case errors.Is(err, persistence.ErrScheduleExists):
+		return &apiError{status: http.StatusConflict, code: CodeConflict, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrUnknownWorkflow):
 		return &apiError{status: http.StatusNotFound, code: CodeWorkflowNotFound, detail: err.Error(), err: err}
 	case errors.Is(err, persistence.ErrRunNotFound):

@@ -104,6 +104,9 @@ type Scheduler struct {
 	mu     sync.Mutex
 	specs  map[string]*Spec // by name + "\x00" + spec + "\x00" + tz
 	warned map[string]bool
+
+	passMu sync.Mutex // one pass at a time; guards set
+	set    set
 }
 
 // New returns a scheduler for cfg.
@@ -159,7 +162,9 @@ func (s *Scheduler) spec(sc persistence.Schedule) (*Spec, error) {
 }
 
 // Sync stores the declared schedules: each is created or updated (keeping
-// its last tick, paused flag and history, and clearing Disabled). A
+// its last tick, paused flag and history, and clearing Disabled), unless
+// an operator owns it (created, edited or deleted it at run time): the
+// operator's version wins, and Sync logs it. A
 // stored schedule that this node does not declare is left as it is: in a
 // rolling deploy the nodes of the older version do not declare the newer
 // one's schedules, and one node's code is not the cluster's. It keeps
@@ -173,8 +178,13 @@ func (s *Scheduler) Sync(ctx context.Context, decls []persistence.Schedule) erro
 			return err
 		}
 		d.CreatedAt, d.UpdatedAt = now, now
-		if _, err := s.cfg.Store.ScheduleUpsert(ctx, d); err != nil {
+		stored, err := s.cfg.Store.ScheduleUpsert(ctx, d)
+		if err != nil {
 			return fmt.Errorf("cron: schedule %q: %w", d.Name, err)
+		}
+		if stored.Owner == persistence.OwnerOperator {
+			s.log.Warn("a declared schedule is owned by an operator, who created, edited or deleted it at run time: the operator's version is kept, not this node's",
+				"schedule", d.Name, "deleted", stored.Deleted, "spec", stored.Spec, "declared_spec", d.Spec)
 		}
 		declared[d.Name] = true
 	}
@@ -218,25 +228,67 @@ func (s *Scheduler) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Pass evaluates every stored schedule once and handles its due ticks.
-// Passes on many nodes at once are safe. A schedule whose pass fails is
-// left for the next pass; the errors are joined.
+// Pass brings this node's schedules up to date with the store (the
+// changes since the last pass) and handles the due ticks of the
+// schedules that have one. Passes on many nodes at once are safe; on one
+// Scheduler they run one at a time. A schedule whose pass fails is left
+// for the next pass; the errors are joined.
 func (s *Scheduler) Pass(ctx context.Context) (PassResult, error) {
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
 	var res PassResult
-	list, err := s.cfg.Store.ScheduleList(ctx)
-	if err != nil {
-		return res, fmt.Errorf("cron: list schedules: %w", err)
+	if err := s.refresh(ctx, s.cfg.Clock.Now()); err != nil {
+		return res, err
 	}
+	now := s.cfg.Clock.Now()
+	due := s.popDue(now)
 	var errs []error
-	for _, sc := range list {
+	for i, e := range due {
 		if ctx.Err() != nil {
+			for _, rest := range due[i:] {
+				s.setDue(rest, now)
+			}
 			break
 		}
-		if err := s.handle(ctx, sc, &res); err != nil {
-			errs = append(errs, fmt.Errorf("cron: schedule %q: %w", sc.Name, err))
+		if err := s.evaluate(ctx, e, now, &res); err != nil {
+			errs = append(errs, fmt.Errorf("cron: schedule %q: %w", e.sc.Name, err))
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// evaluate handles a due schedule, read again by its key unless this pass
+// read it already, and sets when it is due next.
+func (s *Scheduler) evaluate(ctx context.Context, e *entry, now time.Time, res *PassResult) error {
+	if !e.fresh {
+		sc, err := s.cfg.Store.ScheduleGet(ctx, e.sc.Name)
+		if errors.Is(err, persistence.ErrScheduleNotFound) {
+			// Deleted since the change read: the next read removes it.
+			s.setDue(e, now.Add(time.Second))
+			return nil
+		}
+		if err != nil {
+			s.setDue(e, now)
+			return err
+		}
+		e.sc = sc
+	}
+	e.fresh = false
+	cursor, lost, err := s.handle(ctx, e.sc, e.spec, res)
+	e.sc.LastTick = cursor
+	switch {
+	case err != nil, lost:
+		// Look again next pass, reading the cursor another node moved.
+		s.setDue(e, now)
+		return err
+	}
+	s.schedule(e, now)
+	if !e.due.After(now) && !e.every {
+		// More due ticks than one pass handles (MaxFiresPerPass): the
+		// next pass goes on.
+		s.setDue(e, now)
+	}
+	return nil
 }
 
 // handle runs the once-per-tick protocol for one schedule:
@@ -247,15 +299,11 @@ func (s *Scheduler) Pass(ctx context.Context) (PassResult, error) {
 //     compare-and-set;
 //  3. for a tick not to fire (missed, skipped, buffered): move the cursor
 //     first, then record the history row;
-//  4. stop at the first compare-and-set that fails: another node is ahead.
-func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *PassResult) error {
-	if !s.cfg.Starter.CanStart(sc.Workflow) {
-		return nil
-	}
-	spec, err := s.spec(sc)
-	if err != nil {
-		return nil // reported once by spec
-	}
+//  4. stop at the first compare-and-set that fails: another node is ahead
+//     (lost: the cursor this node knows is stale).
+//
+// It returns the cursor as this node moved it.
+func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, spec *Spec, res *PassResult) (cur *time.Time, lost bool, err error) {
 	now := s.cfg.Clock.Now()
 	cursor := sc.LastTick
 	if sc.Paused || sc.Disabled {
@@ -263,14 +311,14 @@ func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *Pa
 		// the ticks of the pause.
 		p := spec.Prev(now)
 		if p.IsZero() || (cursor != nil && !p.After(*cursor)) {
-			return nil
+			return cursor, false, nil
 		}
-		_, err := s.advance(ctx, sc.Name, cursor, p, now)
-		return err
+		ok, err := s.advance(ctx, sc.Name, cursor, p, now)
+		return &p, !ok, err
 	}
 	if Overlap(sc.Overlap) == OverlapBufferOne && cursor != nil {
 		if fired, err := s.fireBuffered(ctx, sc, spec, *cursor); err != nil {
-			return err
+			return cursor, false, err
 		} else if fired {
 			res.Fired++
 		}
@@ -283,7 +331,7 @@ func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *Pa
 	if !p.skipTo.IsZero() {
 		ok, err := s.advance(ctx, sc.Name, cursor, p.skipTo, now)
 		if err != nil || !ok {
-			return err
+			return cursor, !ok, err
 		}
 		reason := fmt.Sprintf("missed %d tick(s) from %s to %s (catch-up %s)", p.skipped,
 			p.skipFrom.UTC().Format(time.RFC3339), p.skipTo.UTC().Format(time.RFC3339), catchUpName(sc.CatchUp))
@@ -303,23 +351,23 @@ func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *Pa
 	for _, tick := range p.fire {
 		outcome, reason, err := s.decide(ctx, sc, spec, tick)
 		if err != nil {
-			return err
+			return cursor, false, err
 		}
 		if outcome == persistence.TickFired {
 			runID, err := s.start(ctx, sc, tick)
 			if err != nil {
-				return err
+				return cursor, false, err
 			}
 			s.record(ctx, sc.Name, tick, outcome, runID, reason, now)
 			ok, err := s.advance(ctx, sc.Name, cursor, tick, now)
 			if err != nil || !ok {
-				return err
+				return cursor, !ok, err
 			}
 			res.Fired++
 		} else {
 			ok, err := s.advance(ctx, sc.Name, cursor, tick, now)
 			if err != nil || !ok {
-				return err
+				return cursor, !ok, err
 			}
 			s.record(ctx, sc.Name, tick, outcome, "", reason, now)
 			if outcome == persistence.TickBuffered {
@@ -331,7 +379,7 @@ func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, res *Pa
 		t := tick
 		cursor = &t
 	}
-	return nil
+	return cursor, false, nil
 }
 
 // start starts the run of a tick. A run that already holds the tick's key

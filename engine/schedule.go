@@ -117,12 +117,9 @@ func (e *Engine) declarable(name string) error {
 	return nil
 }
 
-// declare validates a schedule and adds it to this node's declarations,
-// which Start stores.
-func (e *Engine) declare(sc persistence.Schedule) error {
-	if err := e.declarable(sc.Name); err != nil {
-		return err
-	}
+// validSchedule is the one check of a schedule's definition, declared
+// or created at run time.
+func validSchedule(sc persistence.Schedule) error {
 	name := sc.Name
 	if _, err := cron.Parse(name, sc.Spec, sc.TimeZone); err != nil {
 		return err
@@ -139,6 +136,19 @@ func (e *Engine) declare(sc persistence.Schedule) error {
 	if sc.Workflow == "" {
 		return fmt.Errorf("engine: schedule %q: no workflow", name)
 	}
+	return nil
+}
+
+// declare validates a schedule and adds it to this node's declarations,
+// which Start stores.
+func (e *Engine) declare(sc persistence.Schedule) error {
+	if err := e.declarable(sc.Name); err != nil {
+		return err
+	}
+	if err := validSchedule(sc); err != nil {
+		return err
+	}
+	name := sc.Name
 	e.schedMu.Lock()
 	defer e.schedMu.Unlock()
 	for _, d := range e.schedDecls {

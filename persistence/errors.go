@@ -23,6 +23,7 @@ var (
 	ErrAPIKeyNotFound      = errors.New("persistence: API key not found")
 	ErrAPIKeyExists        = errors.New("persistence: an API key that is not revoked already has this name")
 	ErrEventNotFound       = errors.New("persistence: event not found")
+	ErrScheduleExists      = errors.New("persistence: a schedule of this name already exists")
 )
 
 // IdempotencyConflictError reports a reused idempotency key whose input

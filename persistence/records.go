@@ -129,7 +129,25 @@ type Schedule struct {
 	LastTick  *time.Time // the last tick that was handled (fired or skipped)
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Owner is OwnerCode for a schedule declared by a node's code and
+	// OwnerOperator once an operator created, edited or deleted it at run
+	// time; a node's declaration never overwrites an operator's schedule.
+	// Empty in a ScheduleUpsert means OwnerCode.
+	Owner string
+	// Deleted marks a deleted schedule; only ScheduleListChanged lists
+	// one (so that every node learns of the deletion).
+	Deleted bool
+	// ChangedAt is the time of the last change of the schedule's
+	// definition or flags (not of its LastTick); ScheduleListChanged
+	// reads by it.
+	ChangedAt time.Time
 }
+
+// Schedule owners.
+const (
+	OwnerCode     = "code"
+	OwnerOperator = "operator"
+)
 
 // Tick outcomes recorded in a schedule's history.
 const (

@@ -183,9 +183,29 @@ type Store interface {
 	// An unknown run has no attempts.
 	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
 
-	// ScheduleUpsert creates or updates a schedule by name, keeping its
-	// LastTick, Paused flag and history; it clears Disabled.
+	// ScheduleUpsert creates or updates a code-owned schedule by name,
+	// keeping its LastTick, Paused flag and history; it clears Disabled.
+	// A schedule an operator owns (created, edited or deleted at run time)
+	// is left as it is and returned (Owner OwnerOperator, Deleted when the
+	// operator deleted it): the operator's version wins.
 	ScheduleUpsert(ctx context.Context, s Schedule) (Schedule, error)
+	// ScheduleCreate creates an operator-owned schedule (a deleted one of
+	// the same name is replaced, with a fresh LastTick and history kept).
+	// A live schedule of that name gives ErrScheduleExists.
+	ScheduleCreate(ctx context.Context, s Schedule) (Schedule, error)
+	// ScheduleEdit replaces the definition of a live schedule (spec, time
+	// zone, workflow, input and policies; not its flags) and makes it
+	// operator-owned, or gives ErrScheduleNotFound.
+	ScheduleEdit(ctx context.Context, p ScheduleEditParams) (Schedule, error)
+	// ScheduleDelete deletes a live schedule (its row stays as an
+	// operator-owned tombstone that ScheduleListChanged lists, its history
+	// is kept), or gives ErrScheduleNotFound.
+	ScheduleDelete(ctx context.Context, p ScheduleDeleteParams) error
+	// ScheduleListChanged lists the schedules, deleted ones included,
+	// whose ChangedAt is after (p.After, p.AfterName), in that order, at
+	// most p.Limit: one range of an index, for nodes that keep the
+	// schedules in memory.
+	ScheduleListChanged(ctx context.Context, p ScheduleListChangedParams) ([]Schedule, error)
 	// ScheduleGet returns one schedule, or ErrScheduleNotFound.
 	ScheduleGet(ctx context.Context, name string) (Schedule, error)
 	// ScheduleList lists all schedules by name.
@@ -984,6 +1004,35 @@ type ScheduleUpdateParams struct {
 	Paused   *bool
 	Disabled *bool
 	Now      time.Time
+}
+
+// ScheduleEditParams are the arguments of Store.ScheduleEdit.
+type ScheduleEditParams struct {
+	// Schedule is the new definition; its Name names the schedule, its
+	// flags, times and owner are ignored.
+	Schedule Schedule
+	// ResetCursor sets LastTick to Now, so that a new spec or time zone
+	// fires from its next tick after Now rather than catching up the
+	// ticks it would have had since the last one.
+	ResetCursor bool
+	Now         time.Time
+}
+
+// ScheduleDeleteParams are the arguments of Store.ScheduleDelete.
+type ScheduleDeleteParams struct {
+	Name string
+	Now  time.Time
+}
+
+// ScheduleListChangedParams are the arguments of
+// Store.ScheduleListChanged. The listing starts after After, exclusive;
+// AfterName, set to the last row of a full page, continues after that
+// row (After being its ChangedAt). Limit is 1000 when zero or negative,
+// at most 10000.
+type ScheduleListChangedParams struct {
+	After     time.Time
+	AfterName string
+	Limit     int
 }
 
 // ScheduleAdvanceParams are the arguments of Store.ScheduleAdvance.

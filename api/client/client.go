@@ -417,6 +417,33 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) (Schedule, erro
 	return out, err
 }
 
+// CreateSchedule calls POST /v1/schedules.
+func (c *Client) CreateSchedule(ctx context.Context, d ScheduleDefinition) (Schedule, error) {
+	var out Schedule
+	_, _, err := c.do(ctx, http.MethodPost, "/v1/schedules", nil, nil, d, &out)
+	return out, err
+}
+
+// ReplaceSchedule calls PUT /v1/schedules/{name}.
+func (c *Client) ReplaceSchedule(ctx context.Context, name string, d ScheduleDefinition) (Schedule, error) {
+	var out Schedule
+	_, _, err := c.do(ctx, http.MethodPut, "/v1/schedules/"+seg(name), nil, nil, d, &out)
+	return out, err
+}
+
+// EditSchedule calls PATCH /v1/schedules/{name}.
+func (c *Client) EditSchedule(ctx context.Context, name string, e ScheduleEdit) (Schedule, error) {
+	var out Schedule
+	_, _, err := c.do(ctx, http.MethodPatch, "/v1/schedules/"+seg(name), nil, nil, e, &out)
+	return out, err
+}
+
+// DeleteSchedule calls DELETE /v1/schedules/{name}.
+func (c *Client) DeleteSchedule(ctx context.Context, name string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, "/v1/schedules/"+seg(name), nil, nil, nil, nil)
+	return err
+}
+
 // ResumeSchedule calls POST /v1/schedules/{name}/resume.
 func (c *Client) ResumeSchedule(ctx context.Context, name string) (Schedule, error) {
 	var out Schedule

@@ -234,6 +234,37 @@ type Schedule struct {
 	LastRuns []ScheduleTick `json:"last_runs"`
 	// Error says why the stored spec or time zone does not parse.
 	Error string `json:"error,omitempty"`
+	// Owner is "code" for a schedule a node declares, "operator" for one
+	// created or edited at run time (a node's code never overwrites it).
+	Owner string `json:"owner"`
+}
+
+// ScheduleDefinition is the body of POST /v1/schedules (Name required)
+// and of PUT /v1/schedules/{name} (Name may be left out). Fields left
+// out take their defaults: time zone UTC, no input, overlap "allow",
+// catch-up "latest", no catch-up window.
+type ScheduleDefinition struct {
+	Name     string          `json:"name,omitempty"`
+	Spec     string          `json:"spec"`
+	TimeZone string          `json:"time_zone,omitempty"`
+	Workflow string          `json:"workflow"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Overlap  string          `json:"overlap,omitempty"`
+	CatchUp  string          `json:"catch_up,omitempty"`
+	// CatchUpWindow is a Go duration ("6h"); empty or "0s" means no limit.
+	CatchUpWindow string `json:"catch_up_window,omitempty"`
+}
+
+// ScheduleEdit is the body of PATCH /v1/schedules/{name}: only the
+// fields given change. An input of null removes the input.
+type ScheduleEdit struct {
+	Spec          *string         `json:"spec,omitempty"`
+	TimeZone      *string         `json:"time_zone,omitempty"`
+	Workflow      *string         `json:"workflow,omitempty"`
+	Input         json.RawMessage `json:"input,omitempty"`
+	Overlap       *string         `json:"overlap,omitempty"`
+	CatchUp       *string         `json:"catch_up,omitempty"`
+	CatchUpWindow *string         `json:"catch_up_window,omitempty"`
 }
 
 // ScheduleList lists every schedule, by name.

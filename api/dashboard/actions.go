@@ -88,7 +88,7 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) 
 	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Run started.")
 }
 
-// scheduleAction pauses, resumes or triggers a schedule.
+// scheduleAction pauses, resumes, triggers or deletes a schedule.
 func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, _ *session) error {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	ctx := r.Context()
@@ -103,6 +103,8 @@ func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, _ *se
 		var id string
 		id, err = d.e.TriggerSchedule(ctx, name)
 		msg = "Schedule " + name + " triggered: run " + id + "."
+	case "delete":
+		err, msg = d.e.DeleteSchedule(ctx, name), "Schedule "+name+" deleted."
 	default:
 		return &httpError{status: http.StatusNotFound, msg: "There is no schedule action " + truncate(action)}
 	}

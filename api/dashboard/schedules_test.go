@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,5 +58,20 @@ func TestSchedulesPage(t *testing.T) {
 	}
 	if a := b.do("POST", "/schedules/nope/pause", url.Values{"csrf": {tok}}, nil); a.status != http.StatusNotFound {
 		t.Errorf("pausing an unknown schedule: %d, want 404", a.status)
+	}
+	if a := b.get("/schedules"); !strings.Contains(a.body, "/schedules/nightly/delete") {
+		t.Error("an admin is offered no delete")
+	}
+	if a := b.do("POST", "/schedules/nightly/delete", url.Values{}, nil); a.status == http.StatusSeeOther {
+		t.Error("a delete without the CSRF token was accepted")
+	}
+	if loc := post("delete"); !strings.Contains(loc, "Schedule nightly deleted.") {
+		t.Errorf("delete: redirected to %q", loc)
+	}
+	if _, err := e.Store.ScheduleGet(ctx, "nightly"); !errors.Is(err, persistence.ErrScheduleNotFound) {
+		t.Errorf("after delete: %v, want ErrScheduleNotFound", err)
+	}
+	if a := b.get("/schedules"); strings.Contains(a.body, `id="s-nightly"`) {
+		t.Error("a deleted schedule is still listed")
 	}
 }

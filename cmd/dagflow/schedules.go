@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/engine"
 )
 
@@ -16,13 +19,24 @@ import (
 func newSchedulesCmd(sec *secrets) *cobra.Command {
 	sc := withInspector(&cobra.Command{
 		Use:   "schedules",
-		Short: "the stored schedules: schedules [list|pause NAME|resume NAME|trigger NAME]",
+		Short: "the stored schedules: schedules [list|create NAME|edit NAME|delete NAME|pause NAME|resume NAME|trigger NAME]",
 		Args:  noArgs,
 	}, sec, false, func(cmd *cobra.Command, e *engine.Engine, _ []string) error {
 		return listSchedules(cmd.Context(), e, cmd.OutOrStdout())
 	})
 	addListCmd(sc, "every schedule with its next fire time and last tick (the default)")
-	sc.AddCommand(
+	sc.AddCommand(newScheduleCreateCmd(sec), newScheduleEditCmd(sec),
+		withInspector(&cobra.Command{
+			Use:   "delete NAME",
+			Short: "delete a schedule on every node (its runs and history are kept; a node's code does not bring it back)",
+			Args:  exactArgs("NAME"),
+		}, sec, false, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
+			if err := e.DeleteSchedule(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s deleted\n", cell(args[0]))
+			return nil
+		}),
 		withInspector(&cobra.Command{
 			Use:   "pause NAME",
 			Short: "stop a schedule from firing, on every node, until resumed (the ticks in between are not caught up)",
@@ -70,6 +84,94 @@ func newSchedulesCmd(sec *secrets) *cobra.Command {
 		}),
 	)
 	return sc
+}
+
+// scheduleFlags are the definition flags of schedules create and edit.
+type scheduleFlags struct {
+	spec, timeZone, workflow, input, overlap, catchUp string
+	window                                            time.Duration
+}
+
+func (f *scheduleFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.spec, "spec", "", `cron spec ("0 2 * * *", "*/10 * * * * *", "@every 5m")`)
+	fl.StringVar(&f.timeZone, "time-zone", "", "IANA time zone of the spec (default UTC)")
+	fl.StringVar(&f.workflow, "workflow", "", "the workflow each tick starts")
+	fl.StringVar(&f.input, "input", "", "JSON input of each run (\"null\" for none)")
+	fl.StringVar(&f.overlap, "overlap", string(cron.OverlapAllow), "allow, skip or buffer_one")
+	fl.StringVar(&f.catchUp, "catch-up", string(cron.CatchUpLatest), "none, latest or all")
+	fl.DurationVar(&f.window, "catch-up-window", 0, "how far back missed ticks are caught up (0: no limit)")
+}
+
+func newScheduleCreateCmd(sec *secrets) *cobra.Command {
+	var f scheduleFlags
+	cmd := withInspector(&cobra.Command{
+		Use:   "create NAME --spec SPEC --workflow WORKFLOW",
+		Short: "create a schedule at run time; every node running its workflow fires it within a second",
+		Args:  exactArgs("NAME"),
+	}, sec, false, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
+		si, err := e.CreateSchedule(cmd.Context(), engine.ScheduleDefinition{Name: args[0], Spec: f.spec, TimeZone: f.timeZone,
+			Workflow: f.workflow, Input: json.RawMessage(f.input), Overlap: cron.Overlap(f.overlap), CatchUp: cron.CatchUp(f.catchUp),
+			CatchUpWindow: f.window})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s created; next fire time %s\n", cell(si.Name), nextCell(si))
+		return nil
+	})
+	f.register(cmd)
+	return cmd
+}
+
+func newScheduleEditCmd(sec *secrets) *cobra.Command {
+	var f scheduleFlags
+	cmd := withInspector(&cobra.Command{
+		Use:   "edit NAME [--spec SPEC] [--time-zone TZ] [--workflow WF] [--input JSON] [--overlap P] [--catch-up P] [--catch-up-window D]",
+		Short: "change the given fields of a schedule; it becomes the operator's (a node's code no longer overwrites it)",
+		Args:  exactArgs("NAME"),
+	}, sec, false, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
+		var c engine.ScheduleChange
+		changed := cmd.Flags().Changed
+		if changed("spec") {
+			c.Spec = &f.spec
+		}
+		if changed("time-zone") {
+			c.TimeZone = &f.timeZone
+		}
+		if changed("workflow") {
+			c.Workflow = &f.workflow
+		}
+		if changed("input") {
+			in := json.RawMessage(f.input)
+			c.Input = &in
+		}
+		if changed("overlap") {
+			o := cron.Overlap(f.overlap)
+			c.Overlap = &o
+		}
+		if changed("catch-up") {
+			cu := cron.CatchUp(f.catchUp)
+			c.CatchUp = &cu
+		}
+		if changed("catch-up-window") {
+			c.CatchUpWindow = &f.window
+		}
+		si, err := e.EditSchedule(cmd.Context(), args[0], c)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s edited; next fire time %s\n", cell(si.Name), nextCell(si))
+		return nil
+	})
+	f.register(cmd)
+	return cmd
+}
+
+func nextCell(si engine.ScheduleInfo) string {
+	if len(si.Next) == 0 {
+		return "-"
+	}
+	return timeCell(si.Next[0])
 }
 
 func listSchedules(ctx context.Context, e *engine.Engine, stdout io.Writer) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -574,5 +575,31 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if code, _, errb := runCLI(t, ctx, "schedules", "pause"); code != 2 || !strings.Contains(errb, "NAME") {
 		t.Errorf("schedules pause without a name: exit %d, %q", code, errb)
+	}
+
+	// create, edit and delete at run time; bad values store nothing.
+	if code, out, errb := cli("schedules", "create", "tenant-1", "--spec", "*/5 * * * *", "--workflow", "order", "--input", `{"t":1}`); code != 0 || !strings.Contains(out, "created") {
+		t.Fatalf("schedules create: exit %d, %q %q", code, out, errb)
+	}
+	if code, _, errb := cli("schedules", "create", "tenant-2", "--spec", "*/5 * * * *", "--workflow", "order", "--time-zone", "Mars/Olympus"); code != 1 || !strings.Contains(errb, "Mars/Olympus") {
+		t.Errorf("schedules create with a bad zone: exit %d, %q; want 1 naming it", code, errb)
+	}
+	if code, _, errb := cli("schedules", "create", "tenant-2", "--spec", "@daily", "--workflow", "nope"); code != 1 || !strings.Contains(errb, `"nope"`) {
+		t.Errorf("schedules create of an unknown workflow: exit %d, %q; want 1 naming it", code, errb)
+	}
+	if _, err := env.store.ScheduleGet(ctx, "tenant-2"); !errors.Is(err, persistence.ErrScheduleNotFound) {
+		t.Errorf("a refused schedule was stored: %v", err)
+	}
+	if code, out, errb := cli("schedules", "edit", "tenant-1", "--spec", "@hourly"); code != 0 || !strings.Contains(out, "edited") {
+		t.Fatalf("schedules edit: exit %d, %q %q", code, out, errb)
+	}
+	if sc, err := env.store.ScheduleGet(ctx, "tenant-1"); err != nil || sc.Spec != "@hourly" || string(sc.Input) != `{"t":1}` || sc.Owner != persistence.OwnerOperator {
+		t.Errorf("after edit: %+v, %v", sc, err)
+	}
+	if code, out, errb := cli("schedules", "delete", "tenant-1"); code != 0 || !strings.Contains(out, "deleted") {
+		t.Fatalf("schedules delete: exit %d, %q %q", code, out, errb)
+	}
+	if code, _, errb := cli("schedules", "delete", "tenant-1"); code != 1 || !strings.Contains(errb, `"tenant-1"`) {
+		t.Errorf("second delete: exit %d, %q; want 1 naming it", code, errb)
 	}
 }

@@ -43,7 +43,8 @@ func TestQueriesUseIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	runActions(t, s.DB(), now)
-	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs", "run_actions", "step_waits", "queue_pauses"} {
+	schedules(t, s.DB(), now, 5000)
+	for _, table := range []string{"workflow_runs", "step_runs", "step_attempts", "dagflow_nodes", "workflow_definitions", "api_keys", "events", "event_runs", "run_actions", "step_waits", "queue_pauses", "schedules"} {
 		if _, err := s.DB().ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
 			t.Fatal(err)
 		}
@@ -57,6 +58,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.RetentionQueries(now)...)
 	qs = append(qs, s.ActionQueries("run-00042")...)
 	qs = append(qs, s.PauseQueries()...)
+	qs = append(qs, s.ScheduleQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		rows := explain(t, s.DB(), q.SQL, q.Args)
 		for _, r := range rows {
@@ -129,6 +131,8 @@ func rangeOf(name string) string {
 		// Retention's batch: finished runs oldest first, after the
 		// previous batch's last.
 		return "idx_runs_finished_id"
+	case name == "ScheduleListChanged", name == "ScheduleListChanged/page":
+		return "idx_schedules_changed"
 	}
 	return ""
 }
@@ -865,4 +869,26 @@ func tidbAccesses(plan []map[string]string) []map[string]string {
 			"rows": r["estRows"], "Extra": extra, "operator": op})
 	}
 	return out
+}
+
+// schedules inserts n schedules (per-tenant ones), changed over the hour
+// before now.
+func schedules(t *testing.T, db *sql.DB, now time.Time, n int) {
+	t.Helper()
+	for start := 0; start < n; start += 500 {
+		var b strings.Builder
+		var args []any
+		b.WriteString(`INSERT INTO schedules (name, spec, workflow, overlap_policy, catch_up, created_at, updated_at, owner, changed_at) VALUES `)
+		for i := start; i < min(n, start+500); i++ {
+			if i > start {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, '*/5 * * * *', 'report', 'allow', 'none', ?, ?, 'operator', ?)")
+			at := now.Add(-time.Hour + time.Duration(i)*time.Hour/time.Duration(n))
+			args = append(args, fmt.Sprintf("tenant-%05d", i), at, at, at)
+		}
+		if _, err := db.Exec(b.String(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

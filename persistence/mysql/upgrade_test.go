@@ -63,6 +63,9 @@ var laterColumns = []laterColumn{
 	{14, "workflow_runs", "priority", "SMALLINT NOT NULL DEFAULT 0"},
 	{14, "workflow_runs", "paused_at", "DATETIME(6) NULL"},
 	{14, "step_runs", "priority", "SMALLINT NOT NULL DEFAULT 0"},
+	{15, "schedules", "owner", "VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'code'"},
+	{15, "schedules", "deleted", "BOOLEAN NOT NULL DEFAULT FALSE"},
+	{15, "schedules", "changed_at", "DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000'"},
 	{13, "step_waits", "", `CREATE TABLE step_waits (run_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
 		step VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, PRIMARY KEY (run_id, step))`},
 }

@@ -173,6 +173,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	qs = append(qs, s.RetentionQueries(now)...)
 	qs = append(qs, s.ActionQueries("run-00042")...)
+	qs = append(qs, s.ScheduleQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
 			continue
@@ -237,6 +238,8 @@ func rangeOf(name string) string {
 		// Retention's batch: finished runs oldest first, after the
 		// previous batch's last.
 		return "idx_runs_finished_id"
+	case name == "ScheduleListChanged", name == "ScheduleListChanged/page":
+		return "idx_schedules_changed"
 	}
 	return ""
 }

@@ -41,6 +41,9 @@ func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 		{13, "workflow_runs", "priority", "INTEGER NOT NULL DEFAULT 0"},
 		{13, "workflow_runs", "paused_at", "TEXT"},
 		{13, "step_runs", "priority", "INTEGER NOT NULL DEFAULT 0"},
+		{14, "schedules", "owner", "TEXT NOT NULL DEFAULT 'code'"},
+		{14, "schedules", "deleted", "INTEGER NOT NULL DEFAULT 0"},
+		{14, "schedules", "changed_at", "TEXT NOT NULL DEFAULT '1970-01-01 00:00:00.000000'"},
 	}
 	var drops []string
 	for _, c := range later {

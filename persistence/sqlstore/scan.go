@@ -288,7 +288,7 @@ func (r attemptRow) record() persistence.Attempt {
 	}
 }
 
-const scheduleCols = "name, spec, time_zone, workflow, input, overlap_policy, catch_up, catch_up_window_us, paused, disabled, last_tick, created_at, updated_at"
+const scheduleCols = "name, spec, time_zone, workflow, input, overlap_policy, catch_up, catch_up_window_us, paused, disabled, last_tick, created_at, updated_at, owner, deleted, changed_at"
 
 type scheduleRow struct {
 	Name          string   `db:"name"`
@@ -304,6 +304,9 @@ type scheduleRow struct {
 	LastTick      nullTime `db:"last_tick"`
 	CreatedAt     dbTime   `db:"created_at"`
 	UpdatedAt     dbTime   `db:"updated_at"`
+	Owner         string   `db:"owner"`
+	Deleted       bool     `db:"deleted"`
+	ChangedAt     dbTime   `db:"changed_at"`
 }
 
 func (r scheduleRow) record() persistence.Schedule {
@@ -321,6 +324,9 @@ func (r scheduleRow) record() persistence.Schedule {
 		LastTick:      r.LastTick.ptr(),
 		CreatedAt:     r.CreatedAt.T,
 		UpdatedAt:     r.UpdatedAt.T,
+		Owner:         r.Owner,
+		Deleted:       r.Deleted,
+		ChangedAt:     r.ChangedAt.T,
 	}
 }
 

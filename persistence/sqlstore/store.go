@@ -383,6 +383,7 @@ func wrap(op string, err error) error {
 		errors.Is(err, persistence.ErrFenceMismatch), errors.Is(err, persistence.ErrRunFinished),
 		errors.Is(err, persistence.ErrDefinitionNotFound), errors.Is(err, persistence.ErrAPIKeyNotFound),
 		errors.Is(err, persistence.ErrAPIKeyExists), errors.Is(err, persistence.ErrEventNotFound),
+		errors.Is(err, persistence.ErrScheduleExists),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

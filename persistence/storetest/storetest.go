@@ -96,6 +96,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"ReconcilerLists", s.testReconcilerLists},
 		{"StepListDeadPaging", s.testListDeadPaging},
 		{"Schedules", s.testSchedules},
+		{"ScheduleRuntime", s.testScheduleRuntime},
 		{"ScheduleValidation", s.testScheduleValidation},
 		{"HostileInput", s.testHostileInput},
 		{"ConcurrentClaim", s.testConcurrentClaim},
