@@ -33,10 +33,10 @@ var (
 // checks that it has them.
 var Commands = []string{
 	"EVAL", "EVALSHA", "SUBSCRIBE", "PING",
-	"DEL", "HDEL", "HGET", "HINCRBY", "HSET", "HSETNX",
+	"DEL", "EXISTS", "HDEL", "HGET", "HINCRBY", "HMGET", "HSET", "HSETNX",
 	"LLEN", "LPOP", "LPUSH", "LRANGE", "LREM", "RPUSH",
-	"PUBLISH", "SET",
-	"ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREM", "ZSCORE",
+	"PEXPIRE", "PUBLISH", "SET",
+	"ZADD", "ZCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREM", "ZREVRANGE", "ZSCORE",
 }
 
 // ClusterCommands are what a user needs on a Redis Cluster besides
@@ -231,7 +231,7 @@ func (p *probe) scripts(ctx context.Context) error {
 		run      func() error
 	}{
 		// Finds nothing and sets the waiting flag.
-		{"the dequeue script", []string{"ZRANGEBYSCORE", "LPOP", "LLEN", "SET", "ZRANGE"}, func() error {
+		{"the dequeue script", []string{"ZRANGEBYSCORE", "EXISTS", "LPOP", "LLEN", "SET", "ZRANGE"}, func() error {
 			_, _, _, err := q.dequeueFrom(ctx, name, 1, lease, true)
 			return err
 		}},
@@ -240,7 +240,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			_, err := q.Enqueue(ctx, name, Item{ID: ready}, Item{ID: delayed, At: now.Add(time.Hour)})
 			return err
 		}},
-		{"the dequeue script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "LPOP", "ZADD", "LLEN", "SET", "ZRANGE"}, func() error {
+		{"the dequeue script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "EXISTS", "LPOP", "ZADD", "LLEN", "SET", "ZRANGE"}, func() error {
 			tasks, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false)
 			if err == nil && (len(tasks) != 1 || tasks[0].ID != ready) {
 				err = fmt.Errorf("leased %v, want %s", tasks, ready)
