@@ -30,6 +30,11 @@ TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
 # server's rendering several times: the -race pass reports it only.
 PAGE_TIMING_TESTS ?= ^TestRunPageOf256Steps$$
 
+# The scale tests (10,000 runs waiting at once, a priority run behind
+# 10,000 queued steps) run without the race detector, which would make
+# them take many minutes and measure itself; the -race pass skips them.
+SCALE_TESTS ?= ^(TestTenThousandWaiters|TestPriorityJumpsBacklog)$$
+
 # PROMTOOL checks and unit-tests the alert rules in deploy/prometheus (Debian's
 # prometheus package has it). Without it they are skipped with a message,
 # except with CI=true, where .ci/run installs it and its absence fails.
@@ -52,6 +57,7 @@ test: test-rules ## the alert rules, then all tests with -race against the loopb
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
 	$(GO) test -count=1 -run '$(PAGE_TIMING_TESTS)' ./api/dashboard/
+	$(GO) test -count=1 -timeout 20m -run '$(SCALE_TESTS)' ./engine/
 
 # test-tidb builds tidb-server from the version pinned in
 # internal/tools/tidb (a module of its own, outside ./...; about six

@@ -62,6 +62,11 @@ func triggerMany(t *testing.T, e *engine.Engine, workflow string, n int, opts ..
 // queued default-priority steps of the same queue starts its first step
 // at once, while the backlog is still there.
 func TestPriorityJumpsBacklog(t *testing.T) {
+	if engine.RaceEnabled {
+		// 10,000 runs; the race detector would measure itself: make
+		// test runs this in a pass without it.
+		t.Skip("10,000 runs: run without -race (make test does)")
+	}
 	eachBackend(t, func(t *testing.T, b backend) {
 		const backlog = 10000
 		var bulkDone atomic.Int64
