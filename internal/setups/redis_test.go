@@ -25,8 +25,8 @@ import (
 // heartbeat's ZSCORE, the release's LPUSH). The README's
 // production checklist shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
-	"+del +hdel +hget +hincrby +hset +hsetnx +llen +lpop +lpush +lrange +lrem +publish +rpush +set " +
-	"+zadd +zcard +zrange +zrangebyscore +zrem +zscore"
+	"+del +exists +hdel +hget +hincrby +hmget +hset +hsetnx +llen +lpop +lpush +lrange +lrem +pexpire +publish +rpush +set " +
+	"+zadd +zcard +zrange +zrangebyscore +zrem +zrevrange +zscore"
 
 // TestRedisACL runs the orders as an ACL user limited to its key prefix
 // (keys and pub/sub channels) and to aclCommands.

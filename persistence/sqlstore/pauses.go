@@ -60,8 +60,18 @@ func (s *Store) QueueSetPaused(ctx context.Context, p persistence.QueueSetPaused
 	err := s.write(ctx, func(q querier) error {
 		var err error
 		if p.Paused {
-			n, err = s.exec(ctx, q, `INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?)`+s.d.InsertIgnore([]string{"queue"}),
+			// MySQL counts a duplicate's no-op update as an affected row:
+			// InsertOnce and Existed tell a fresh pause from a repeat.
+			r, err := q.ExecContext(ctx, s.d.rebind(`INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?)`+s.d.InsertOnce("queue")),
 				p.Queue, s.t(norm(p.Now)))
+			if err != nil {
+				return err
+			}
+			existed, err := s.d.Existed(r)
+			if !existed {
+				n = 1
+			}
+			return err
 		} else {
 			n, err = s.exec(ctx, q, `DELETE FROM queue_pauses WHERE queue = ?`, p.Queue)
 		}
