@@ -66,7 +66,10 @@ func TestQueriesUseIndexes(t *testing.T) {
 			if r["table"] == "pr" {
 				// The reconciler lists' test that a step's run is not
 				// paused: one primary-key lookup per step read.
-				if r["key"] != "PRIMARY" || (r["type"] != "eq_ref" && r["type"] != "unique_subquery") {
+				// TiDB's plan for it is an index join whose inner side
+				// is a range of PRIMARY "decided by" the step's run_id.
+				tidbLookup := r["type"] == "range" && strings.Contains(r["Extra"], "decided by [eq(")
+				if r["key"] != "PRIMARY" || (r["type"] != "eq_ref" && r["type"] != "unique_subquery" && !tidbLookup) {
 					t.Errorf("%s: reads the run of a step by %s (%s), want one row of PRIMARY\n%s", q.Name, r["key"], r["type"], q.SQL)
 				}
 				continue
@@ -83,6 +86,9 @@ func TestQueriesUseIndexes(t *testing.T) {
 				// idx_step_waits_due, or MAX(seq) of one run_id (the last
 				// entry of a primary key prefix): one index entry read at
 				// plan time.
+			case q.Name == "QueueListPaused":
+				// Every row is the answer: one per paused queue, a
+				// handful (TiDB reads such a table whole).
 			case strings.HasPrefix(r["table"], "<"):
 				// A derived table or a union's result (RunList with
 				// several statuses): the few rows its parts read, and

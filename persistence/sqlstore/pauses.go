@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -60,18 +61,18 @@ func (s *Store) QueueSetPaused(ctx context.Context, p persistence.QueueSetPaused
 	err := s.write(ctx, func(q querier) error {
 		var err error
 		if p.Paused {
-			// MySQL counts a duplicate's no-op update as an affected row:
-			// InsertOnce and Existed tell a fresh pause from a repeat.
-			r, err := q.ExecContext(ctx, s.d.rebind(`INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?)`+s.d.InsertOnce("queue")),
-				p.Queue, s.t(norm(p.Now)))
-			if err != nil {
+			// Read first: MySQL counts a duplicate's no-op update as an
+			// affected row, and TiDB's insert id cannot tell a repeat.
+			var one int
+			err := q.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM queue_pauses WHERE queue = ?`+s.d.ForUpdate), p.Queue).Scan(&one)
+			if err == nil {
+				return nil // paused already
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			existed, err := s.d.Existed(r)
-			if !existed {
-				n = 1
-			}
-			return err
+			n, err = s.exec(ctx, q, `INSERT INTO queue_pauses (queue, paused_at) VALUES (?, ?)`+s.d.InsertIgnore([]string{"queue"}),
+				p.Queue, s.t(norm(p.Now)))
 		} else {
 			n, err = s.exec(ctx, q, `DELETE FROM queue_pauses WHERE queue = ?`, p.Queue)
 		}
