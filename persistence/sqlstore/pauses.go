@@ -64,7 +64,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, p persistence.QueueSetPaused
 			// Read first: MySQL counts a duplicate's no-op update as an
 			// affected row, and TiDB's insert id cannot tell a repeat.
 			var one int
-			err := q.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM queue_pauses WHERE queue = ?`+s.d.ForUpdate), p.Queue).Scan(&one)
+			err = q.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM queue_pauses WHERE queue = ?`+s.d.ForUpdate), p.Queue).Scan(&one)
 			if err == nil {
 				return nil // paused already
 			}
