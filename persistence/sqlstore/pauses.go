@@ -60,6 +60,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, p persistence.QueueSetPaused
 	var n int64
 	err := s.write(ctx, func(q querier) error {
 		var err error
+		n = 0 // a retried transaction starts over
 		if p.Paused {
 			// Read first: MySQL counts a duplicate's no-op update as an
 			// affected row, and TiDB's insert id cannot tell a repeat.
