@@ -73,7 +73,14 @@ func retentionWorkflows(t *testing.T) []*dag.Workflow {
 
 // twoNodes starts two nodes on one store, each seeing it through its own
 // sweepStore, with retention configured by rc.
-func twoNodes(t *testing.T, b backend, rc engine.Retention) (a, bn *enginetest.Env, sa, sb *sweepStore) {
+//
+// prepare, when not nil, is given a third node first, on the same store,
+// Redis and clock, with retention off: whatever it does (finishing runs,
+// moving the shared clock) happens before either sweeping node starts.
+// Moving the clock while a node sweeps would be a stall past the lease
+// (retentionLease): the lease then expires under the sweeping node, which
+// the engine allows, so a test that counts overlapping batches must not.
+func twoNodes(t *testing.T, b backend, rc engine.Retention, prepare func(*enginetest.Env)) (a, bn *enginetest.Env, sa, sb *sweepStore) {
 	t.Helper()
 	o := b.opts(t)
 	base := o.Store
@@ -84,6 +91,14 @@ func twoNodes(t *testing.T, b backend, rc engine.Retention) (a, bn *enginetest.E
 	sa = &sweepStore{Store: base, inFlight: &inFlight, maxSeen: &maxSeen}
 	sb = &sweepStore{Store: base, inFlight: &inFlight, maxSeen: &maxSeen}
 	o.Workflows = retentionWorkflows(t)
+	if prepare != nil {
+		op := o
+		op.Store = base
+		op.Configure = func(c *engine.Config) { c.NodeID, c.Retention = "node-prep", engine.Retention{Keep: -1} }
+		prep := enginetest.New(t, op)
+		prepare(prep)
+		o.Redis, o.Prefix, o.Clock = prep.Redis, prep.Prefix, prep.Clock
+	}
 	o.Store = sa
 	o.Configure = func(c *engine.Config) { c.NodeID, c.Retention = "node-a", rc }
 	a = enginetest.New(t, o)
@@ -116,7 +131,7 @@ func finishedRuns(t *testing.T, env *enginetest.Env, n int) (kept []string, dead
 func TestPurgeOneNodeAtATime(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		a, bn, sa, _ := twoNodes(t, b, engine.Retention{Keep: -1, Batch: 2, Pause: time.Millisecond})
+		a, bn, sa, _ := twoNodes(t, b, engine.Retention{Keep: -1, Batch: 2, Pause: time.Millisecond}, nil)
 		done, dead := finishedRuns(t, a, 5)
 		before := a.Clock.Now().Add(time.Second)
 
@@ -171,9 +186,12 @@ func TestPurgeOneNodeAtATime(t *testing.T) {
 func TestRetentionLoopTwoNodes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		a, bn, sa, sb := twoNodes(t, b, engine.Retention{Keep: time.Hour, Interval: 20 * time.Millisecond, Batch: 2, Pause: time.Millisecond})
-		old, dead := finishedRuns(t, a, 6)
-		a.Clock.Advance(2 * time.Hour)
+		var old []string
+		var dead string
+		a, bn, sa, sb := twoNodes(t, b, engine.Retention{Keep: time.Hour, Interval: 20 * time.Millisecond, Batch: 2, Pause: time.Millisecond}, func(prep *enginetest.Env) {
+			old, dead = finishedRuns(t, prep, 6)
+			prep.Clock.Advance(2 * time.Hour)
+		})
 		recent := bn.Trigger(t, "keep", nil)
 		bn.AssertRun(t, bn.Wait(t, recent), persistence.RunSucceeded)
 		testenv.Eventually(t, 30*time.Second, func() bool {
