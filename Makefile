@@ -31,9 +31,11 @@ TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
 PAGE_TIMING_TESTS ?= ^TestRunPageOf256Steps$$
 
 # The scale tests (10,000 runs waiting at once, a priority run behind
-# 10,000 queued steps) run without the race detector, which would make
-# them take many minutes and measure itself; the -race pass skips them.
-SCALE_TESTS ?= ^(TestTenThousandWaiters|TestPriorityJumpsBacklog)$$
+# 10,000 queued steps, a scheduler pass over 10,000 schedules) run
+# without the race detector, which would make them take many minutes and
+# measure itself; the -race pass skips them.
+SCALE_TESTS ?= ^(TestTenThousandWaiters|TestPriorityJumpsBacklog|TestTenThousandSchedulesPerTick)$$
+SCALE_PKGS  ?= ./engine/ ./cron/
 
 # PROMTOOL checks and unit-tests the alert rules in deploy/prometheus (Debian's
 # prometheus package has it). Without it they are skipped with a message,
@@ -57,7 +59,7 @@ test: test-rules ## the alert rules, then all tests with -race against the loopb
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	DAGFLOW_TEST_TIMING=1 $(GO) test $(TEST_FLAGS) -gcflags=all=-d=checkptr=0 -run '$(TIMING_TESTS)' ./engine/
 	$(GO) test -count=1 -run '$(PAGE_TIMING_TESTS)' ./api/dashboard/
-	$(GO) test -count=1 -timeout 20m -run '$(SCALE_TESTS)' ./engine/
+	$(GO) test -count=1 -timeout 20m -run '$(SCALE_TESTS)' $(SCALE_PKGS)
 
 # test-tidb builds tidb-server from the version pinned in
 # internal/tools/tidb (a module of its own, outside ./...; about six

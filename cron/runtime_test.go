@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,28 +136,37 @@ const tenants = 10000
 
 // The per-tick pass over 10,000 hourly tenant schedules — the change
 // read, finding the due ones and firing the few (about 3) due each
-// second — stays far below the 100 ms budget (the bound here is generous
-// for a noisy machine under the race detector; the benchmark measures
-// it). The first pass, which loads every schedule, is not timed.
+// second — stays under the 100 ms budget of a tick. It is a time, so it
+// runs in make test's scale pass, without the race detector (under it,
+// on two cores shared with the other packages' tests, a pass took a
+// second and measured the detector); the benchmark measures it alone.
+// The first pass, which loads every schedule, is not timed; the median
+// pass is held to the budget, the worst only to a tick.
 func TestTenThousandSchedulesPerTick(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a time: run without -race (make test's scale pass does)")
+	}
 	st := tenantStore(t, tenants)
 	clock := clocktest.New(base.Add(500 * time.Millisecond))
 	s := newScheduler(t, st, &nopStarter{}, clock)
 	if _, err := s.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var worst time.Duration
-	for i := 1; i <= 20; i++ {
+	const passes = 21
+	took := make([]time.Duration, 0, passes)
+	for i := 1; i <= passes; i++ {
 		clock.Set(base.Add(time.Duration(i)*time.Second + 500*time.Millisecond))
 		start := time.Now()
 		if _, err := s.Pass(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		worst = max(worst, time.Since(start))
+		took = append(took, time.Since(start))
 	}
-	t.Logf("worst pass over %d schedules (about 3 due each second): %v", tenants, worst)
-	if worst > time.Second {
-		t.Errorf("a pass over %d schedules took %v, want well under 1s", tenants, worst)
+	slices.Sort(took)
+	median, worst := took[passes/2], took[passes-1]
+	t.Logf("passes over %d schedules (about 3 due each second): median %v, worst %v", tenants, median, worst)
+	if median > 100*time.Millisecond || worst > time.Second {
+		t.Errorf("passes over %d schedules: median %v, worst %v; want under 100ms and 1s", tenants, median, worst)
 	}
 }
 
