@@ -17,13 +17,14 @@ LISTEN ?= 127.0.0.1:8080
 run: ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
 	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
 
-# The timing tests (a due retry or delayed run starts within 50 ms) run a
+# The timing tests (a due retry or delayed run starts within 50 ms, a
+# TriggerTx run within its reconcile interval) run a
 # second time alone, after the rest: on a 2-core machine shared with the
 # other packages' tests they can only hold a looser bound. That pass keeps
 # the race detector but not its checkptr instrumentation, which makes the
 # embedded SQLite driver (C translated to Go, all pointer arithmetic) ten
 # times slower and would measure that rather than the engine.
-TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
+TIMING_TESTS ?= ^(TestRetriesStartOnTime|TestDelayedRunsStartOnTime|TestTriggerTxThroughEngine)$$
 
 # The dashboard's page timing (a 256-step run interactive within 1 s, in
 # Chromium) runs again without the race detector, which slows the

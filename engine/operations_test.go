@@ -206,8 +206,12 @@ func TestTriggerTxThroughEngine(t *testing.T) {
 		}
 		info := env.WaitTimeout(t, id, 5*time.Second)
 		env.AssertRun(t, info, persistence.RunSucceeded)
-		if d := info.Run.FinishedAt.Sub(committed); d > interval {
-			t.Errorf("a dispatched TriggerTx run took %v, want well under a reconcile interval (%v)", d, interval)
+		// The bounds hold as stated in the timing pass (DAGFLOW_TEST_TIMING=1,
+		// alone after the suite); beside the other packages' tests under
+		// -race they get the slack the CPU queue needs (timingSlack).
+		slack := timingSlack()
+		if d := info.Run.FinishedAt.Sub(committed); d > interval*slack {
+			t.Errorf("a dispatched TriggerTx run took %v, want well under a reconcile interval (%v, times %d here)", d, interval, slack)
 		}
 
 		// Delayed and dispatched: starts at its time, not at a pass.
@@ -218,7 +222,7 @@ func TestTriggerTxThroughEngine(t *testing.T) {
 		}
 		info = env.WaitTimeout(t, id, 5*time.Second)
 		env.AssertRun(t, info, persistence.RunSucceeded)
-		if first := info.Attempts[0].StartedAt; first.Before(start.Truncate(time.Microsecond)) || first.Sub(start) > 100*time.Millisecond {
+		if first := info.Attempts[0].StartedAt; first.Before(start.Truncate(time.Microsecond)) || first.Sub(start) > 100*time.Millisecond*slack {
 			t.Errorf("a dispatched delayed run started at %v, want at %v", first, start)
 		}
 
@@ -228,8 +232,8 @@ func TestTriggerTxThroughEngine(t *testing.T) {
 		env.AssertRun(t, info, persistence.RunSucceeded)
 		waited := info.Attempts[0].StartedAt.Sub(committed)
 		t.Logf("an undispatched TriggerTx run started %v after its commit (interval %v)", waited, interval)
-		if waited > 2*interval+interval/2 {
-			t.Errorf("an undispatched TriggerTx run started %v after its commit, want within two reconcile intervals (%v)", waited, 2*interval)
+		if waited > (2*interval+interval/2)*slack {
+			t.Errorf("an undispatched TriggerTx run started %v after its commit, want within two reconcile intervals (%v, times %d here)", waited, 2*interval, slack)
 		}
 	})
 }
