@@ -192,3 +192,24 @@ func BenchmarkPassTenThousandSchedules(b *testing.B) {
 		}
 	})
 }
+
+// A node that read an empty store picks up a schedule created after it,
+// on a clock near the real one: it has seen no change yet, so it reads
+// the changes from changeLookback ago, not from "now".
+func TestRuntimeScheduleOnANodeThatSawNoSchedule(t *testing.T) {
+	st := newStore(t)
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	clock := clocktest.New(start)
+	ctx := context.Background()
+	node := newScheduler(t, st, &storeStarter{st: st, clock: clock}, clock)
+	passAll(t, []*cron.Scheduler{node}) // the node has read the (empty) store
+	clock.Set(start.Add(time.Second))
+	if _, err := st.ScheduleCreate(ctx, persistence.Schedule{Name: "late", Spec: "*/10 * * * * *", Workflow: "w", UpdatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(start.Add(10 * time.Second))
+	passAll(t, []*cron.Scheduler{node})
+	if got, want := ticksOf(t, st, "late"), []time.Time{start.Add(10 * time.Second)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("runs for ticks %v, want %v", got, want)
+	}
+}
