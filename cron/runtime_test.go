@@ -10,7 +10,9 @@ import (
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/internal/clocktest"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/persistence/sqlstore"
 )
@@ -197,7 +199,12 @@ func BenchmarkPassTenThousandSchedules(b *testing.B) {
 // on a clock near the real one: it has seen no change yet, so it reads
 // the changes from changeLookback ago, not from "now".
 func TestRuntimeScheduleOnANodeThatSawNoSchedule(t *testing.T) {
-	st := newStore(t)
+	for name, open := range map[string]func(*testing.T) persistence.Store{"sqlite": newStore, "mariadb": newMySQLStore} {
+		t.Run(name, func(t *testing.T) { runtimeScheduleOnAnEmptyNode(t, open(t)) })
+	}
+}
+
+func runtimeScheduleOnAnEmptyNode(t *testing.T, st persistence.Store) {
 	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
 	clock := clocktest.New(start)
 	ctx := context.Background()
@@ -212,4 +219,16 @@ func TestRuntimeScheduleOnANodeThatSawNoSchedule(t *testing.T) {
 	if got, want := ticksOf(t, st, "late"), []time.Time{start.Add(10 * time.Second)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("runs for ticks %v, want %v", got, want)
 	}
+}
+
+// newMySQLStore is a store on the shared MariaDB, in a database of the
+// test's own.
+func newMySQLStore(t *testing.T) persistence.Store {
+	t.Helper()
+	st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("mysql: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
