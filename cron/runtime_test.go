@@ -11,7 +11,9 @@ import (
 
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/internal/clocktest"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/persistence/sqlstore"
 )
@@ -201,4 +203,42 @@ func BenchmarkPassTenThousandSchedules(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A node that read an empty store picks up a schedule created after it,
+// on a clock near the real one: it has seen no change yet, so it reads
+// the changes from changeLookback ago, not from "now".
+func TestRuntimeScheduleOnANodeThatSawNoSchedule(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) persistence.Store{"sqlite": newStore, "mariadb": newMySQLStore} {
+		t.Run(name, func(t *testing.T) { runtimeScheduleOnAnEmptyNode(t, open(t)) })
+	}
+}
+
+func runtimeScheduleOnAnEmptyNode(t *testing.T, st persistence.Store) {
+	start := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	clock := clocktest.New(start)
+	ctx := context.Background()
+	node := newScheduler(t, st, &storeStarter{st: st, clock: clock}, clock)
+	passAll(t, []*cron.Scheduler{node}) // the node has read the (empty) store
+	clock.Set(start.Add(time.Second))
+	if _, err := st.ScheduleCreate(ctx, persistence.Schedule{Name: "late", Spec: "*/10 * * * * *", Workflow: "w", UpdatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(start.Add(10 * time.Second))
+	passAll(t, []*cron.Scheduler{node})
+	if got, want := ticksOf(t, st, "late"), []time.Time{start.Add(10 * time.Second)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("runs for ticks %v, want %v", got, want)
+	}
+}
+
+// newMySQLStore is a store on the shared MariaDB, in a database of the
+// test's own.
+func newMySQLStore(t *testing.T) persistence.Store {
+	t.Helper()
+	st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+	if err != nil {
+		t.Fatalf("mysql: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -85,7 +85,9 @@ func (s *Scheduler) refresh(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	after, name := st.changedAt, ""
-	if since := now.Add(-changeLookback); since.Before(after) {
+	// A set that has seen no change (the store was empty) reads from the
+	// lookback too: a zero After would mean "from now" to the store.
+	if since := now.Add(-changeLookback); after.IsZero() || since.Before(after) {
 		after = since
 	}
 	for {

@@ -38,21 +38,114 @@ func (d *Dashboard) cancelRun(w http.ResponseWriter, r *http.Request, _ *session
 	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Run cancelled.")
 }
 
-func (d *Dashboard) retryRun(w http.ResponseWriter, r *http.Request, _ *session) error {
+// refusedOnRun answers an action on the run page the engine refused: a
+// refusal it explains (a retry the run's state rules out, a finished
+// run) is shown on the run page with 409, the rest as actionError does.
+func (d *Dashboard) refusedOnRun(w http.ResponseWriter, r *http.Request, s *session, what, step string, err error, form runForm) error {
+	if errors.Is(err, engine.ErrRetryRefused) || errors.Is(err, persistence.ErrRunFinished) || errors.Is(err, persistence.ErrInvalidTransition) {
+		form.Err = what + ": " + err.Error()
+		return d.showRun(w, r, s, http.StatusConflict, step, form)
+	}
+	return actionError(what, err)
+}
+
+func (d *Dashboard) retryRun(w http.ResponseWriter, r *http.Request, s *session) error {
 	id := r.PathValue("id")
-	steps, err := d.e.RetryRun(r.Context(), id)
+	steps, err := d.e.RetryRun(r.Context(), id, engine.Actor(s.name))
 	if err != nil {
-		return actionError("The run cannot be retried", err)
+		return d.refusedOnRun(w, r, s, "The failed steps cannot be retried", "", err, runForm{})
 	}
 	return d.redirect(w, r, "/runs/"+urlPathEscape(id), "Retrying "+strings.Join(steps, ", ")+".")
 }
 
-func (d *Dashboard) retryStep(w http.ResponseWriter, r *http.Request, _ *session) error {
+func (d *Dashboard) retryStep(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, step := r.PathValue("id"), r.PathValue("step")
-	if err := d.e.RetryDead(r.Context(), id, step); err != nil {
-		return actionError("The step cannot be retried", err)
+	if err := d.e.RetryDead(r.Context(), id, step, engine.Actor(s.name)); err != nil {
+		return d.refusedOnRun(w, r, s, "The step cannot be retried", step, err, runForm{})
 	}
-	return d.redirect(w, r, "/runs/"+urlPathEscape(id)+"?step="+urlQueryEscape(step)+"#step", "Retrying "+step+".")
+	return d.redirect(w, r, stepPath(id, step), "Retrying "+step+".")
+}
+
+// rerunStep reruns a finished run from a step: the step and everything
+// downstream of it (engine.RetryFrom).
+func (d *Dashboard) rerunStep(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	steps, err := d.e.RetryFrom(r.Context(), id, step, engine.Actor(s.name))
+	if err != nil {
+		return d.refusedOnRun(w, r, s, "The run cannot be rerun from "+step, step, err, runForm{})
+	}
+	return d.redirect(w, r, stepPath(id, step), "Rerunning "+strings.Join(steps, ", ")+".")
+}
+
+// skipStep gives a dead step the output the form holds (JSON; empty for
+// none) and resumes the run (engine.SkipStep).
+func (d *Dashboard) skipStep(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	out := strings.TrimSpace(r.PostFormValue("output"))
+	form := runForm{SkipOutput: out}
+	var output json.RawMessage
+	if out != "" {
+		if err := json.Unmarshal([]byte(out), new(any)); err != nil {
+			form.Err = fmt.Sprintf("The output for step %s is not valid JSON: %v. Nothing was changed.", step, err)
+			return d.showRun(w, r, s, http.StatusUnprocessableEntity, step, form)
+		}
+		output = json.RawMessage(out)
+	}
+	if err := d.e.SkipStep(r.Context(), id, step, output, engine.Actor(s.name)); err != nil {
+		if errors.Is(err, engine.ErrInvalidInput) {
+			form.Err = "The output for step " + step + " is refused: " + err.Error()
+			return d.showRun(w, r, s, http.StatusUnprocessableEntity, step, form)
+		}
+		return d.refusedOnRun(w, r, s, "The step cannot be skipped", step, err, form)
+	}
+	return d.redirect(w, r, stepPath(id, step), "Skipped "+step+"; the run goes on.")
+}
+
+// runPaused pauses ({action} "pause") or resumes ("resume") a run.
+func (d *Dashboard) runPaused(w http.ResponseWriter, r *http.Request, s *session) error {
+	id := r.PathValue("id")
+	var err error
+	msg := ""
+	switch r.PathValue("action") {
+	case "pause":
+		err, msg = d.e.PauseRun(r.Context(), id), "Run paused: no new step of it starts."
+	case "resume":
+		err, msg = d.e.ResumeRun(r.Context(), id), "Run resumed."
+	default:
+		return &httpError{status: http.StatusNotFound, msg: "There is no run action " + truncate(r.PathValue("action"))}
+	}
+	if err != nil {
+		return d.refusedOnRun(w, r, s, "The run cannot be "+r.PathValue("action")+"d", "", err, runForm{})
+	}
+	return d.redirect(w, r, "/runs/"+urlPathEscape(id), msg)
+}
+
+// queuePaused pauses ({action} "pause") or resumes ("resume") a queue on
+// every node.
+func (d *Dashboard) queuePaused(w http.ResponseWriter, r *http.Request, _ *session) error {
+	name := r.PathValue("name")
+	var err error
+	msg := ""
+	switch r.PathValue("action") {
+	case "pause":
+		err, msg = d.e.PauseQueue(r.Context(), name), "Queue "+name+" paused: no node takes its tasks."
+	case "resume":
+		err, msg = d.e.ResumeQueue(r.Context(), name), "Queue "+name+" resumed."
+	default:
+		return &httpError{status: http.StatusNotFound, msg: "There is no queue action " + truncate(r.PathValue("action"))}
+	}
+	if errors.Is(err, engine.ErrInvalidQueue) {
+		return &httpError{status: http.StatusBadRequest, msg: "The queue name is not valid", err: err}
+	}
+	if err != nil {
+		return err
+	}
+	return d.redirect(w, r, "/queues", msg)
+}
+
+// stepPath is the run page with a step's panel.
+func stepPath(id, step string) string {
+	return "/runs/" + urlPathEscape(id) + "?step=" + urlQueryEscape(step) + "#step"
 }
 
 // trigger starts a run from the workflow page's form: JSON input and an
@@ -169,7 +262,7 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 		if action == "cancel" {
 			err = d.e.Cancel(ctx, id)
 		} else {
-			_, err = d.e.RetryRun(ctx, id)
+			_, err = d.e.RetryRun(ctx, id, engine.Actor(s.name))
 		}
 		if err != nil {
 			refused = append(refused, fmt.Sprintf("%s (%v)", shorten(id, 13), firstLine(err.Error())))
@@ -288,7 +381,7 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 		}
 		var err error
 		if action == "retry" {
-			err = d.e.RetryDead(ctx, run, step)
+			err = d.e.RetryDead(ctx, run, step, engine.Actor(s.name))
 		} else {
 			err = d.e.DiscardDead(ctx, run, step)
 		}

@@ -189,7 +189,7 @@ func (d *Dashboard) Detector() DetectorStats { return d.live.Stats() }
 // Other paths are not the dashboard's.
 func Paths() []string {
 	return []string{"/{$}", "/static/", "/login", "/logout", "/events", "/runs", "/runs/", "/workflows", "/workflows/",
-		"/dead-letters", "/dead-letters/", "/schedules", "/schedules/", "/queues", "/nodes"}
+		"/dead-letters", "/dead-letters/", "/schedules", "/schedules/", "/queues", "/queues/", "/nodes"}
 }
 
 // CloseStreams ends every open event stream, and refuses new ones: call
@@ -232,6 +232,9 @@ func (d *Dashboard) routes() {
 		{"POST /runs/{id}/cancel", ScopeOperate, d.cancelRun},
 		{"POST /runs/{id}/retry", ScopeOperate, d.retryRun},
 		{"POST /runs/{id}/steps/{step}/retry", ScopeOperate, d.retryStep},
+		{"POST /runs/{id}/steps/{step}/rerun", ScopeOperate, d.rerunStep},
+		{"POST /runs/{id}/steps/{step}/skip", ScopeOperate, d.skipStep},
+		{"POST /runs/{id}/{action}", ScopeOperate, d.runPaused},
 		{"GET /workflows", ScopeRead, d.workflowsPage},
 		{"GET /workflows/{name}", ScopeRead, d.workflowPage},
 		{"POST /workflows/{name}/trigger", ScopeOperate, d.trigger},
@@ -239,7 +242,12 @@ func (d *Dashboard) routes() {
 		{"POST /dead-letters/bulk", ScopeOperate, d.bulkDeadLetters},
 		{"GET /schedules", ScopeRead, d.schedulesPage},
 		{"POST /schedules/{name}/{action}", ScopeAdmin, d.scheduleAction},
+		{"GET /schedules/new", ScopeAdmin, d.newSchedulePage},
+		{"POST /schedules", ScopeAdmin, d.createSchedule},
+		{"GET /schedules/{name}/edit", ScopeAdmin, d.editSchedulePage},
+		{"POST /schedules/{name}/edit", ScopeAdmin, d.editSchedule},
 		{"GET /queues", ScopeRead, d.queuesPage},
+		{"POST /queues/{name}/{action}", ScopeOperate, d.queuePaused},
 		{"GET /nodes", ScopeRead, d.nodesPage},
 	} {
 		d.mux.Handle(rt.pattern, d.wrap(rt))

@@ -12,8 +12,11 @@
 // DAG drawn as SVG, laid out on the server, each step coloured by its
 // state; a waterfall of its attempts; a step panel with attempts,
 // errors, input, output, idempotency key, worker and why the step is
-// waiting), workflows (each version's graph, its schedules, a form that
-// triggers a run), dead letters, schedules, queues and nodes.
+// waiting; the operator controls: pause and resume, retry failed steps,
+// rerun from a step, skip a dead step with an output; the run's history
+// of those actions), workflows (each version's graph, its schedules, a
+// form that triggers a run), dead letters, schedules (with a form that
+// creates or edits one), queues (pause and resume) and nodes.
 //
 // Security: a person logs in with an API key (the same keys as the API,
 // checked by Config.Authenticate), which the dashboard exchanges for a

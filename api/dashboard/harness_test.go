@@ -17,12 +17,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/dagflow/dagflow/api"
 	"github.com/dagflow/dagflow/api/dashboard"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -97,6 +101,17 @@ type envOptions struct {
 	wfs    []*dag.Workflow
 	// secureCookie sets api.Options.DashboardSecureCookie.
 	secureCookie bool
+	// real runs the engine on the shared MariaDB (a database of the
+	// test's own) and Redis (a key prefix of its own) instead of SQLite
+	// and miniredis.
+	real bool
+}
+
+// eachBackend runs f on the embedded backends (SQLite, miniredis) and on
+// the real ones (MariaDB, Redis), as subtests.
+func eachBackend(t *testing.T, f func(t *testing.T, real bool)) {
+	t.Run("embedded", func(t *testing.T) { f(t, false) })
+	t.Run("mariadb+redis", func(t *testing.T) { f(t, true) })
 }
 
 // shopWorkflow is a -> b (needs) and a -> c (after); a step named in the
@@ -129,9 +144,25 @@ func shopWorkflow(t testing.TB) *dag.Workflow {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	base, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db"), AutoMigrate: true})
-	if err != nil {
-		t.Fatal(err)
+	var base persistence.Store
+	var rc redis.UniversalClient
+	var prefix string
+	if o.real {
+		st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
+		if err != nil {
+			t.Fatalf("mysql: %v", err)
+		}
+		base = st
+		c := redis.NewClient(&redis.Options{Addr: testenv.RequireRedis(t)})
+		t.Cleanup(func() { c.Close() })
+		rc, prefix = c, testenv.KeyPrefix(t)
+		testenv.DeleteKeys(t, c, prefix)
+	} else {
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "dagflow.db"), AutoMigrate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = st
 	}
 	t.Cleanup(func() { base.Close() })
 	cs := &countingStore{Store: base}
@@ -139,7 +170,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if wfs == nil {
 		wfs = []*dag.Workflow{shopWorkflow(t)}
 	}
-	e := enginetest.New(t, enginetest.Options{Store: cs, Workflows: wfs, Clock: engine.SystemClock})
+	e := enginetest.New(t, enginetest.Options{Store: cs, Redis: rc, Prefix: prefix, Workflows: wfs, Clock: engine.SystemClock})
 	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

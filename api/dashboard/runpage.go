@@ -30,6 +30,8 @@ type stepDetail struct {
 	Wait           *engine.StepWait
 	WaitErr        string
 	CanRetry       bool
+	// CanRerun offers "rerun from this step", CanSkip "skip with output".
+	CanRerun, CanSkip bool
 }
 
 // ganttView is the waterfall of a run's attempts.
@@ -59,6 +61,19 @@ const (
 // runPage is a run: its DAG, the waterfall of its attempts and the step
 // panel of ?step= (by default the step that needs attention).
 func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request, s *session) error {
+	return d.showRun(w, r, s, http.StatusOK, r.URL.Query().Get("step"), runForm{})
+}
+
+// runForm is what a refused action on the run page shows: the refusal,
+// next to the run, and the skip form's output as typed.
+type runForm struct {
+	Err        string
+	SkipOutput string
+}
+
+// showRun draws the run page of the request's {id} with status, the
+// step panel of sel, and a refused action's form.
+func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, status int, sel string, form runForm) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	ri, err := d.e.Get(ctx, id)
@@ -85,7 +100,6 @@ func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request, s *session) 
 		rows[i] = stepRow{StepRun: st, Duration: dur}
 		states[st.Step] = nodeState{Status: string(st.Status), Attempts: st.Attempt + st.CompAttempt, Duration: dur}
 	}
-	sel := r.URL.Query().Get("step")
 	if _, ok := states[sel]; !ok {
 		sel = pickStep(ri.Steps)
 	}
@@ -104,11 +118,25 @@ func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request, s *session) 
 	data := map[string]any{
 		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
 		"Input": prettyJSON(input), "Output": prettyJSON(output), "LiveRun": run.ID,
-		"CanCancel": !run.Status.Terminal(), "CanRetry": run.Status == persistence.RunFailed && hasDead(ri.Steps),
-		"Terminal": run.Status.Terminal(),
+		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
+		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
+		"History": ri.Actions, "Form": form,
 	}
-	d.render(w, r, s, http.StatusOK, "run", "Run "+shorten(run.ID, 13), data)
+	d.render(w, r, s, status, "run", "Run "+shorten(run.ID, 13), data)
 	return nil
+}
+
+// retryable reports whether a run in status st may have its dead steps
+// retried or skipped: it failed, or it compensated (its undone steps then
+// run again).
+func retryable(st persistence.RunStatus) bool {
+	return st == persistence.RunFailed || st == persistence.RunCompensated
+}
+
+// finishedForRetry reports whether a run in status st may be rerun from
+// a step.
+func finishedForRetry(st persistence.RunStatus) bool {
+	return retryable(st) || st == persistence.RunSucceeded
 }
 
 func hasDead(sts []persistence.StepRun) bool {
@@ -198,7 +226,12 @@ func (d *Dashboard) stepPanel(ctx context.Context, ri engine.RunInfo, plan []pla
 			det.Wait = &wt
 		}
 	}
-	det.CanRetry = st.Status == persistence.StepDead && ri.Run.Status == persistence.RunFailed && s.scope.Allows(ScopeOperate)
+	operate := s.scope.Allows(ScopeOperate)
+	det.CanRetry = st.Status == persistence.StepDead && ri.Run.Status == persistence.RunFailed && operate
+	// The store decides what it allows (a refusal is shown on the page);
+	// these only hide what a finished run's state rules out.
+	det.CanRerun = operate && finishedForRetry(ri.Run.Status)
+	det.CanSkip = operate && st.Status == persistence.StepDead && retryable(ri.Run.Status)
 	return det
 }
 
