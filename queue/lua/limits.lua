@@ -35,6 +35,10 @@ local function limitcap(leased, bucket, now, max, conc, rate, per, burst)
     if not tokens or not at then
       tokens, at = burst, now
     end
+    -- now is the caller's clock, read before its call: calls of other
+    -- consumers may have run in between with later times. The bucket's
+    -- time never goes back, or the time between would be refilled twice.
+    now = math.max(now, at)
     tokens = math.min(burst + LIMITCARRY, tokens + math.max(now - at, 0) * rate / per)
     lim.tokens = tokens
     local whole = math.floor(tokens)
