@@ -108,7 +108,10 @@ func isItemError(err error) bool {
 // completions. Under light load that makes fewer, larger
 // transactions, which cost less CPU per step: on a busy machine CPU is
 // what the transactions queue for, so the dispatch latency drops. Under
-// heavy load the backlog keeps all of them busy, for throughput.
+// heavy load the backlog keeps all of them busy, for throughput. A
+// completion that holds a queue's concurrency slot (limits.go) does not
+// wait for the transaction in flight: its slot is given back only after
+// its commit, and other nodes' steps wait for it.
 func (e *Engine) commitLoop() {
 	defer e.commitWG.Done()
 	batches := make(chan []*completion)
@@ -130,10 +133,11 @@ func (e *Engine) commitLoop() {
 	}()
 	var buf []*completion
 	inflight := 0
+	holding := 0 // completions in buf that hold a queue concurrency slot
 	for {
 		var out chan []*completion
 		var next []*completion
-		if len(buf) > 0 && inflight < committers && (inflight == 0 || len(buf) >= extraCommitAt) {
+		if len(buf) > 0 && inflight < committers && (inflight == 0 || len(buf) >= extraCommitAt || holding > 0) {
 			out, next = batches, buf[:min(len(buf), maxCommitBatch)]
 		}
 		in := e.completions
@@ -143,16 +147,21 @@ func (e *Engine) commitLoop() {
 		select {
 		case c := <-in:
 			buf = append(buf, c)
+			holding += e.holdsSlot(c)
 		gather:
 			for len(buf) < committers*maxCommitBatch {
 				select {
 				case c := <-e.completions:
 					buf = append(buf, c)
+					holding += e.holdsSlot(c)
 				default:
 					break gather
 				}
 			}
 		case out <- next:
+			for _, c := range next {
+				holding -= e.holdsSlot(c)
+			}
 			buf = slices.Clone(buf[len(next):])
 			inflight++
 		case <-done:

@@ -115,6 +115,17 @@ func (e *Engine) freeSlots(ctx context.Context, byQueue map[string][]queue.Item)
 	}
 }
 
+// holdsSlot is 1 for a completion whose task holds a slot of its queue's
+// concurrency limit until the completion commits and acks it, 0
+// otherwise (a step claimed at release holds none: its queue is not
+// limited).
+func (e *Engine) holdsSlot(c *completion) int {
+	if len(e.cfg.QueueLimits) == 0 || c.eager || e.cfg.QueueLimits[c.task.Queue].Concurrency == 0 {
+		return 0
+	}
+	return 1
+}
+
 // whyLimited tells, for a step queued for live nodes, whether its queue
 // is at its concurrency limit or paced by its rate limit.
 func (e *Engine) whyLimited(ctx context.Context, w *StepWait) {

@@ -94,7 +94,7 @@ func TestQueueConcurrencyLimitAcrossNodes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const (
 			limit = 3
-			runs  = 30
+			runs  = 60
 			took  = 200 * time.Millisecond
 		)
 		wf, err := dag.New("limited").Step("work", sleepStep(took), dag.Queue("lim")).Build()
@@ -131,21 +131,57 @@ func TestQueueConcurrencyLimitAcrossNodes(t *testing.T) {
 				last = *a.FinishedAt
 			}
 		}
-		t.Logf("%s: %d steps of %v, limit %d, 4 nodes: max concurrent %d, mean concurrent %.2f from the first start to the last end (%v), took %v with the triggers (ideal %v), on %d nodes",
-			b.name, runs, took, limit, maxOverlap(atts), float64(busy)/float64(last.Sub(first)), last.Sub(first).Round(time.Millisecond),
-			elapsed.Round(time.Millisecond), ideal, len(workers))
+		mean := float64(busy) / float64(last.Sub(first))
+		gap, worst := handoverGap(atts, limit)
+		t.Logf("%s: %d steps of %v, limit %d, 4 nodes: max concurrent %d, mean concurrent %.2f from the first start to the last end (%v), took %v with the triggers (ideal %v), on %d nodes; a freed slot idle %v on average before the next start (at most %v)",
+			b.name, runs, took, limit, maxOverlap(atts), mean, last.Sub(first).Round(time.Millisecond),
+			elapsed.Round(time.Millisecond), ideal, len(workers), gap.Round(100*time.Microsecond), worst.Round(100*time.Microsecond))
 		if got := maxOverlap(atts); got > limit {
 			t.Errorf("%d steps ran at once; the limit is %d", got, limit)
 		}
 		if elapsed < ideal-took {
 			t.Errorf("took %v, under the %v the limit allows", elapsed, ideal)
 		}
-		// The machine is shared and noisy: only a sanity bound here; the
-		// throughput is measured and reported (docs/flow-control.md).
-		if elapsed > 20*ideal {
-			t.Errorf("took %v; at the limit it takes about %v", elapsed, ideal)
+		// Throughput at the limit: a slot is given back when its step's
+		// completion has committed (so that the bound holds by the
+		// store's times even if a node dies), and a completion holding a
+		// slot does not wait for another transaction. What is left of the
+		// hand-over, the commit, the ack, the wake-up, the dequeue and the
+		// next claim, measured 2.3 to 2.7 running of 3 at load 20 (see
+		// docs/flow-control.md). The bound is loose for -race on a shared
+		// 2-core machine: it catches a slot that waits for the poll
+		// (PollInterval is 2s here) rather than for its wake-up. Not for
+		// the in-process SQLite store under -race: its claim and commit
+		// transactions take about half a second each there.
+		if mean < 1.5 && (b.name != "sqlite+miniredis" || !engine.RaceEnabled) {
+			t.Errorf("mean %.2f running of the limit %d; a queue at its limit should keep its slots busy", mean, limit)
 		}
 	})
+}
+
+// handoverGap is, for attempts of a queue kept at its limit, how long a
+// freed slot stayed idle by the store's times: the k-th start after the
+// first limit ones takes the slot of the (k-limit)-th end. It returns
+// the mean and the longest.
+func handoverGap(atts []persistence.Attempt, limit int) (mean, most time.Duration) {
+	var starts, ends []time.Time
+	for _, a := range atts {
+		starts, ends = append(starts, a.StartedAt), append(ends, *a.FinishedAt)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	var sum time.Duration
+	n := 0
+	for k := limit; k < len(starts); k++ {
+		g := starts[k].Sub(ends[k-limit])
+		sum += g
+		most = max(most, g)
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / time.Duration(n), most
 }
 
 func TestQueueRateLimitAcrossNodes(t *testing.T) {
@@ -184,10 +220,15 @@ func TestQueueRateLimitAcrossNodes(t *testing.T) {
 		}
 		t.Logf("%s: %d starts at %d/s over 3 nodes took %v (ideal %v); at most %d in a second",
 			b.name, runs, rate, span.Round(time.Millisecond), time.Duration(runs-1)*time.Second/rate, most)
-		if most > rate+1 {
+		// The bucket hands out at most rate+1 tokens a second (burst 1);
+		// a start in the store is the claim after the dequeue, whose
+		// time varies by tens of ms on a loaded machine, so a window of
+		// start times may hold a start or two more, and the whole span
+		// be that much shorter.
+		if most > rate+3 {
 			t.Errorf("%d starts within one second; the rate is %d/s", most, rate)
 		}
-		if ideal := time.Duration(runs-1) * time.Second / rate; span < ideal-100*time.Millisecond || span > 20*ideal {
+		if ideal := time.Duration(runs-1) * time.Second / rate; span < ideal-300*time.Millisecond || span > 20*ideal {
 			t.Errorf("%d starts took %v; at %d/s they take about %v", runs, span, rate, ideal)
 		}
 	})
@@ -293,6 +334,67 @@ func TestQueueLimitWhyWaitingAndDeadNode(t *testing.T) {
 		t.Logf("%s: both steps done %v after the victim went silent (node timeout %v, lease 1m)", b.name, took.Round(10*time.Millisecond), nodeTimeout)
 		if took > nodeTimeout+15*time.Second {
 			t.Errorf("the slot came back %v after the victim went silent; want about the node timeout %v", took, nodeTimeout)
+		}
+	})
+}
+
+// The acceptance figure for a rate limit: 20 starts a second over 3
+// nodes, with ready steps enough for longer than the window throughout,
+// gives between 190 and 210 starts in 10 seconds (from a second after the
+// first start) by the store's attempt start times, every step succeeding at its first attempt (waiting
+// spends none).
+func TestQueueRateLimitTenSeconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for about 13s per backend")
+	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "sqlite+miniredis" && engine.RaceEnabled {
+			// Under -race the in-process SQLite store's claim takes about
+			// half a second: 3 nodes cannot claim 20 steps a second.
+			t.Skip("the in-process SQLite store is too slow under -race for 20 claims a second")
+		}
+		const (
+			rate   = 20
+			window = 10 * time.Second
+			// Ready steps for about 13s at the rate: the window, which
+			// starts a second after the first start (past the start-up:
+			// the full bucket, the first claims' warm-up), never runs
+			// out of work.
+			runs = rate * 13
+		)
+		wf, err := dag.New("paced").Step("call", sleepStep(0), dag.Queue("api")).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := b.opts(t)
+		o.Clock, o.Workflows = engine.SystemClock, []*dag.Workflow{wf}
+		envs := startNodes(t, o, 3, func(c *engine.Config, i int) {
+			c.NodeID = fmt.Sprintf("node-%d", i)
+			c.PollInterval = 2 * time.Second
+			c.QueueLimits = map[string]engine.QueueLimit{"api": {Rate: rate, Per: time.Second}}
+		})
+		var ids []string
+		for i := 0; i < runs; i++ {
+			ids = append(ids, envs[i%len(envs)].Trigger(t, "paced", map[string]int{"i": i}))
+		}
+		atts := forwardAttempts(t, envs[0], ids)
+		sort.Slice(atts, func(i, j int) bool { return atts[i].StartedAt.Before(atts[j].StartedAt) })
+		from := atts[0].StartedAt.Add(time.Second)
+		in, perNode := 0, map[string]int{}
+		for _, a := range atts {
+			if d := a.StartedAt.Sub(from); d >= 0 && d < window {
+				in++
+				perNode[a.Worker]++
+			}
+		}
+		last := atts[len(atts)-1].StartedAt
+		t.Logf("%s: %d starts in the %v from a second after the first start at %d/s over 3 nodes (%v by node); all %d started within %v",
+			b.name, in, window, rate, perNode, runs, last.Sub(from).Round(time.Millisecond))
+		if last.Sub(from) < window+time.Second {
+			t.Fatalf("the %d steps all started within %v: the supply ran out before the window ended", runs, last.Sub(from))
+		}
+		if in < 190 || in > 210 {
+			t.Errorf("%d starts in %v at %d/s; want between 190 and 210", in, window, rate)
 		}
 	})
 }

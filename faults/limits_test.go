@@ -86,11 +86,20 @@ func TestQueueLimitAcrossProcesses(t *testing.T) {
 	// A lost attempt holds its slot until it is taken over (its finish
 	// time): the bound counts it.
 	most, mean := overlap(atts)
+	gap := handoverGap(atts, limit)
 	ideal := time.Duration(runs) * limitedStep / limit
-	t.Logf("%d steps of %v, limit %d, 4 processes, one SIGKILLed holding slots (%d attempts lost): max running %d, mean running %.2f, all done %v after the first trigger (ideal %v); the killed node's step taken over %v after the kill (node timeout %v, lease %v)",
-		runs, limitedStep, limit, lost, most, mean, elapsed.Round(time.Millisecond), ideal, takenOver.Round(time.Millisecond), registryTimeout, registryLease)
+	t.Logf("%d steps of %v, limit %d, 4 processes, one SIGKILLed holding slots (%d attempts lost): max running %d, mean running %.2f, median idle of a freed slot %v, all done %v after the first trigger (ideal %v); the killed node's step taken over %v after the kill (node timeout %v, lease %v)",
+		runs, limitedStep, limit, lost, most, mean, gap.Round(100*time.Microsecond), elapsed.Round(time.Millisecond), ideal, takenOver.Round(time.Millisecond), registryTimeout, registryLease)
 	if most > limit {
 		t.Errorf("%d steps ran at once; the limit is %d", most, limit)
+	}
+	// Throughput at the limit: a slot is given back when its step's
+	// completion has committed, so that the bound above holds by the
+	// store's times though a node dies. The mean counts the killed
+	// node's slot as busy until the takeover; the bound is loose for a
+	// shared 2-core machine (measured figures: docs/flow-control.md).
+	if mean < 1.5 {
+		t.Errorf("mean %.2f running of the limit %d; a queue at its limit should keep its slots busy", mean, limit)
 	}
 	// The killed node's slot came back at its node timeout (5s), not
 	// after its 60s lease: its step was taken over (and the other slots
@@ -127,4 +136,26 @@ func overlap(atts []persistence.Attempt) (int, float64) {
 	}
 	span := es[len(es)-1].at.Sub(es[0].at)
 	return most, float64(busy) / float64(span)
+}
+
+// handoverGap is the median time a freed slot stayed idle, by the store's
+// times, in a queue kept at its limit: the k-th start after the first
+// limit ones takes the slot of the (k-limit)-th end. (The median: the
+// killed node's slot is idle from its attempt's takeover on.)
+func handoverGap(atts []persistence.Attempt, limit int) time.Duration {
+	var starts, ends []time.Time
+	for _, a := range atts {
+		starts, ends = append(starts, a.StartedAt), append(ends, *a.FinishedAt)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	var gaps []time.Duration
+	for k := limit; k < len(starts); k++ {
+		gaps = append(gaps, starts[k].Sub(ends[k-limit]))
+	}
+	if len(gaps) == 0 {
+		return 0
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	return gaps[len(gaps)/2]
 }

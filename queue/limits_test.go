@@ -124,6 +124,28 @@ func runLimitSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalCli
 		}
 		// (The hour also ended the first two leases: they are ready again.)
 		wantStats(t, q, "jobs", Stats{Ready: 7, Leased: 1})
+
+		// A consumer late for its token keeps the rest of its lateness,
+		// up to nine tenths of a token: the bucket held 1.9 after the
+		// hour, so the next token is due 25ms after that take, not 250ms.
+		advance(24 * time.Millisecond)
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		advance(time.Millisecond)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue 25ms after a late take = %v, want 1 task (the carried lateness)", taskIDs(got))
+		}
+		// Then the tokens come at the rate again, one per 250ms: a late
+		// take (100ms late) does not push the next one back.
+		advance(350 * time.Millisecond)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue of a late token = %v, want 1 task", taskIDs(got))
+		}
+		advance(149 * time.Millisecond)
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		advance(time.Millisecond)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue at the token's own time after a late take = %v, want 1 task", taskIDs(got))
+		}
 	})
 
 	t.Run("RateBurstAndWake", func(t *testing.T) {
