@@ -260,7 +260,7 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 		policy = sdef.Retry
 	}
 	herr := fmt.Errorf("wait for %s timed out at %s", waitWhat(wt), wt.DueAt.UTC().Format(time.RFC3339Nano))
-	p := persistence.StepFailParams{RunID: wt.RunID, Step: wt.Step, Parked: true, Error: e.encodeError(ctx, herr.Error()), Now: now}
+	p := persistence.StepFailParams{RunID: wt.RunID, Step: wt.Step, Parked: true, TimedOut: true, Error: e.encodeError(ctx, herr.Error()), Now: now}
 	if p.RetryAt = e.retryAt(policy, st.Attempt, st.MaxAttempts, herr, now); p.RetryAt == nil {
 		p.DeadRunStatus = persistence.RunFailed
 		p.DeadRunError = e.encodeError(ctx, fmt.Sprintf("step %q dead after %d attempt(s): %s", wt.Step, st.Attempt, herr))
@@ -270,7 +270,10 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	}
 	sr, err := e.store.StepFail(ctx, p)
 	if errors.Is(err, persistence.ErrFenceMismatch) {
-		return false, nil // an event or a signal came first
+		// An event or a signal came first, or another node timed the
+		// wait out and its retry parked it again with a later deadline
+		// (wt is then stale, and so may be st).
+		return false, nil
 	}
 	if err != nil {
 		return false, err

@@ -22,7 +22,8 @@ import (
 //  2. at most one success per (run, step), for steps and compensations;
 //  3. no effect twice: one effects row per (run, step, kind), keyed by the
 //     stable idempotency key, and every succeeded step (compensated step)
-//     made its effect (undo effect);
+//     made its effect (undo effect), except wait and sleep steps, which
+//     run no handler and make none;
 //  4. no step started before its dependencies succeeded;
 //  5. compensations in a valid reverse order: a step's compensation
 //     starts only after the compensations of its completed dependents
@@ -86,6 +87,13 @@ func checkInvariants(t *testing.T, c *cluster, ids []string, timeout time.Durati
 		for _, s := range sts {
 			_, did := effs[s.Step+"/"+effectDo]
 			_, undid := effs[s.Step+"/"+effectUndo]
+			if d := w.Step(s.Step); d != nil && d.Wait != nil {
+				// A wait or sleep step runs no handler: it has no effect.
+				if did || undid {
+					t.Errorf("run %s: wait step %q made an effect", id, s.Step)
+				}
+				continue
+			}
 			switch s.Status {
 			case persistence.StepSucceeded, persistence.StepCompensating, persistence.StepCompensated, persistence.StepCompensationFailed:
 				if !did {

@@ -44,6 +44,10 @@ type plan struct {
 	Mark map[string]string `json:"mark,omitempty"`
 	// BigOutput: return an output of this many bytes.
 	BigOutput map[string]int `json:"big_output,omitempty"`
+	// Order is the correlation value of wfParked's wait for evPaid, and
+	// WakeAt (RFC 3339) the time its alarm step sleeps until.
+	Order  string `json:"order,omitempty"`
+	WakeAt string `json:"wake_at,omitempty"`
 }
 
 // Effect kinds in the effects table.
@@ -231,6 +235,18 @@ const (
 	// "fault.order" event (events_test.go).
 	wfEvented = "evented"
 	evOrder   = "fault.order"
+	// wfParked is a (compensated), then four parked steps side by side:
+	// nap sleeps parkedNap, alarm sleeps until input.wake_at, paid waits
+	// for evPaid correlated by input.order (timing out after
+	// parkedTimeout, twice), approve waits for a signal; then ship and
+	// done (waits_test.go). wfParkedShort is the same with paid timing
+	// out after parkedShortTimeout.
+	wfParked           = "parked"
+	wfParkedShort      = "parked-short"
+	evPaid             = "fault.paid"
+	parkedNap          = 5 * time.Second
+	parkedTimeout      = time.Minute
+	parkedShortTimeout = 3 * time.Second
 )
 
 // order is the typed step's input.
@@ -293,5 +309,28 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy, typed, evented, limited}, nil
+	parked, err := parkedWorkflow(wfParked, parkedTimeout, fwd, comp, retry)
+	if err != nil {
+		return nil, err
+	}
+	parkedShort, err := parkedWorkflow(wfParkedShort, parkedShortTimeout, fwd, comp, retry)
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed, evented, limited, parked, parkedShort}, nil
+}
+
+// parkedWorkflow builds wfParked's shape, its wait for evPaid timing out
+// after timeout.
+func parkedWorkflow(name string, timeout time.Duration, fwd, comp steps.Handler, retry dag.RetryPolicy) (*dag.Workflow, error) {
+	return dag.New(name, dag.DefaultRetry(retry), dag.DefaultTimeout(time.Minute)).
+		Step("a", fwd, dag.Compensate(comp)).
+		Step("nap", nil, dag.After("a"), dag.Sleep(parkedNap)).
+		Step("alarm", nil, dag.After("a"), dag.SleepUntil("input.wake_at")).
+		Step("paid", nil, dag.After("a"), dag.WaitFor(evPaid, dag.Correlate("input.order"), dag.WaitTimeout(timeout)),
+			dag.Retry(dag.RetryPolicy{MaxAttempts: 2, InitialBackoff: 200 * time.Millisecond, Multiplier: 1, Jitter: dag.NoJitter})).
+		Step("approve", nil, dag.After("a"), dag.WaitForSignal()).
+		Step("ship", fwd, dag.After("nap", "alarm", "paid", "approve")).
+		Step("done", fwd, dag.After("ship")).
+		Build()
 }

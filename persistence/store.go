@@ -862,6 +862,11 @@ type StepFailParams struct {
 	// attempt: it succeeds only while the step is parked (Fence is
 	// ignored); otherwise ErrFenceMismatch.
 	Parked bool
+	// TimedOut, with Parked, fails the step only if its wait's deadline
+	// is at or before Now: a timer that read the wait as due, while
+	// another node timed it out and its retry parked it again with a
+	// later deadline, gets ErrFenceMismatch instead of failing the retry.
+	TimedOut bool
 }
 
 // WaitKind is what a parked step waits for.

@@ -58,8 +58,21 @@ func moveEmptySlot(t *testing.T, cl *testenv.RedisCluster, slot int64, src, dst 
 			t.Fatalf("CLUSTER SETSLOT on %s: %v", n.Addr, err)
 		}
 	}
-	testenv.Eventually(t, 10*time.Second, func() bool {
+	slotOwnedEverywhere(t, cl, slot, dst, 10*time.Second)
+}
+
+// slotOwnedEverywhere waits, up to timeout, until the CLUSTER SLOTS of
+// every running node names owner as slot's master, and returns how long
+// that took.
+func slotOwnedEverywhere(t *testing.T, cl *testenv.RedisCluster, slot int64, owner *testenv.RedisServer, timeout time.Duration) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	testenv.Eventually(t, timeout, func() bool {
 		for _, n := range cl.Nodes {
+			if !n.Running() {
+				continue
+			}
 			rc := redis.NewClient(n.ClientOptions())
 			//lint:ignore SA1019 CLUSTER SLOTS is what go-redis reads the slot map with
 			s, err := rc.ClusterSlots(ctx).Result()
@@ -69,7 +82,7 @@ func moveEmptySlot(t *testing.T, cl *testenv.RedisCluster, slot int64, src, dst 
 			}
 			ok := false
 			for _, r := range s {
-				if int64(r.Start) <= slot && slot <= int64(r.End) && r.Nodes[0].Addr == dst.Addr {
+				if int64(r.Start) <= slot && slot <= int64(r.End) && r.Nodes[0].Addr == owner.Addr {
 					ok = true
 				}
 			}
@@ -78,7 +91,8 @@ func moveEmptySlot(t *testing.T, cl *testenv.RedisCluster, slot int64, src, dst 
 			}
 		}
 		return true
-	}, "slot %d owned by %s on every node", slot, dst.Addr)
+	}, "slot %d owned by %s on every node", slot, owner.Addr)
+	return time.Since(start)
 }
 
 // dequeueAsync runs one Dequeue of queue in the background and sends the

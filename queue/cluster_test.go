@@ -184,6 +184,11 @@ func TestClusterWakeUpAfterFailover(t *testing.T) {
 			testenv.Eventually(t, 10*time.Second, func() bool {
 				return slices.Contains(channelsOn(t, master.Addr, k.channel, true), k.channel)
 			}, "%s subscribed on %s", k.channel, master.Addr)
+			slot, err := c.ClusterKeySlot(ctx, k.ready).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			failStart := time.Now()
 			var promoted *testenv.RedisServer
 			if how == "killed" {
 				promoted, err = cl.KillMaster(master)
@@ -193,15 +198,44 @@ func TestClusterWakeUpAfterFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// For a client the failover is over once every node's slot map
+			// names the promoted master: how long that takes on this box
+			// (seconds when it is busy) is what the resubscription's
+			// deadline follows, not a fixed time.
+			slotOwnedEverywhere(t, cl, slot, promoted, 2*time.Minute)
+			converged := time.Now()
+			// From then on the notifier needs at most the attempt under
+			// way (unconfirmed within subscribeWait), its backoff, one
+			// more such round (its slot map reread may have begun before
+			// the convergence), the two quiet spells in which it rereads
+			// the map and finds it subscribed on a replica, and its own
+			// subscription, plus slack for a loaded box.
+			resubWithin := 2*(subscribeWait+shardBackoffMax) + 2*shardPing + subscribeWait + 10*time.Second
 			// The producer's calls to the queue's slot learn the new slot
 			// map, as a node's scripts do.
-			testenv.Eventually(t, 30*time.Second, func() bool {
+			// (A subscription made with a stale map may land on the old
+			// master, now a replica, which confirms it and passes on no
+			// wake-up: the notifier must move it.)
+			for !slices.Contains(channelsOn(t, promoted.Addr, k.channel, true), k.channel) {
 				producer.Stats(ctx, "jobs")
-				return slices.Contains(channelsOn(t, promoted.Addr, k.channel, true), k.channel)
-			}, "%s subscribed again on the promoted %s", k.channel, promoted.Addr)
+				if time.Since(converged) > resubWithin {
+					var where []string
+					for _, n := range cl.Nodes {
+						if n.Running() && len(channelsOn(t, n.Addr, k.channel, true)) > 0 {
+							where = append(where, n.Addr)
+						}
+					}
+					t.Fatalf("%s not subscribed again on the promoted %s within %v of the slot map converging (%v after the failover began); subscribed on %v",
+						k.channel, promoted.Addr, resubWithin, converged.Sub(failStart), where)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("%s: slot map converged %v after the failover began; subscribed again on the promoted master %v later (allowed %v)",
+				how, converged.Sub(failStart).Round(time.Millisecond), time.Since(converged).Round(time.Millisecond), resubWithin)
 			got := make(chan error, 1)
 			go func() {
-				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				// Bounds the enqueue's retries below too.
+				dctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 				defer cancel()
 				_, err := q.Dequeue(dctx, DequeueParams{Queues: []string{"jobs"}, Lease: time.Minute})
 				got <- err

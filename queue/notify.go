@@ -153,6 +153,12 @@ func (n *notifier) superviseShard(ch string) {
 	defer n.loops.Done()
 	backoff := shardBackoffMin
 	for {
+		// The master the slot map names, which SSubscribe dials: checked
+		// against the map again while the subscription lasts.
+		addr := ""
+		if m, err := n.q.cluster.MasterForKey(n.ctx, ch); err == nil {
+			addr = m.Options().Addr
+		}
 		ps := n.q.cluster.SSubscribe(n.ctx, ch) // dials: not under n.mu
 		n.mu.Lock()
 		if n.closed {
@@ -162,7 +168,7 @@ func (n *notifier) superviseShard(ch string) {
 		}
 		n.shards[ch] = ps
 		n.mu.Unlock()
-		confirmed, err := n.receiveShard(ps, ch)
+		confirmed, err := n.receiveShard(ps, ch, addr)
 		n.mu.Lock()
 		if n.shards[ch] == ps {
 			delete(n.shards, ch)
@@ -198,12 +204,19 @@ const (
 // errShardEnded says that the server ended a shard subscription.
 var errShardEnded = errors.New("the server ended the subscription (slot moved)")
 
-// receiveShard reads ps, the subscription to ch, until it must be made
-// again (the error says why) or the notifier closes. confirmed reports
-// whether the server confirmed the subscription.
-func (n *notifier) receiveShard(ps *redis.PubSub, ch string) (confirmed bool, err error) {
+// receiveShard reads ps, the subscription to ch made on the master at
+// addr, until it must be made again (the error says why) or the notifier
+// closes. confirmed reports whether the server confirmed the
+// subscription.
+//
+// A subscription made with a stale slot map right after a failover may
+// land on the old master, now a replica, which confirms it but passes on
+// no wake-up. So on the first quiet spell after the confirmation the
+// slot map is reread, and on every quiet spell a map that names another
+// master for ch ends the subscription, to be made on that master.
+func (n *notifier) receiveShard(ps *redis.PubSub, ch, addr string) (confirmed bool, err error) {
 	deadline := time.Now().Add(subscribeWait)
-	pinged := false
+	pinged, reread := false, false
 	for {
 		wait := shardPing
 		if !confirmed {
@@ -221,6 +234,13 @@ func (n *notifier) receiveShard(ps *redis.PubSub, ch string) (confirmed bool, er
 			if errors.As(err, &nerr) && nerr.Timeout() {
 				if !confirmed {
 					continue // the deadline check above decides
+				}
+				if m, err := n.q.cluster.MasterForKey(n.ctx, ch); err == nil && addr != "" && m.Options().Addr != addr {
+					return true, fmt.Errorf("the slot map names %s, not %s, as the master of the channel's slot", m.Options().Addr, addr)
+				}
+				if !reread {
+					n.q.cluster.ReloadState(n.ctx)
+					reread = true
 				}
 				if pinged {
 					return true, fmt.Errorf("no answer to PING within %v", shardPing)

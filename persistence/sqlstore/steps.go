@@ -205,6 +205,16 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 		var err error
 		if p.Parked {
 			row, err = s.lockParked(ctx, q, p.RunID, p.Step)
+			if err == nil && p.TimedOut {
+				// The step row's lock orders this after any park: the
+				// wait row read is the current one.
+				var due bool
+				due, err = s.exists(ctx, q, `SELECT 1 FROM step_waits WHERE run_id = ? AND step = ? AND due_at <= ?`, p.RunID, p.Step, s.t(now))
+				if err == nil && !due {
+					err = fmt.Errorf("%w: run %s step %q: its wait is not due at %s (parked again with a later deadline)",
+						persistence.ErrFenceMismatch, p.RunID, p.Step, now.Format(time.RFC3339Nano))
+				}
+			}
 		} else {
 			row, err = s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
 		}

@@ -143,7 +143,16 @@ func (s *suite) testParkTimeoutAndSignal(t *testing.T, st persistence.Store) {
 	}
 
 	retry := at(2 * time.Hour)
-	failed, err := st.StepFail(ctx(t), persistence.StepFailParams{RunID: soon, Step: "pay", Parked: true,
+	// A timeout before the wait's deadline (a stale timer's, whose wait
+	// was parked again with a later one) changes nothing.
+	if _, err := st.StepFail(ctx(t), persistence.StepFailParams{RunID: soon, Step: "pay", Parked: true, TimedOut: true,
+		Error: "timed out", RetryAt: &retry, Now: at(59 * time.Minute)}); !errors.Is(err, persistence.ErrFenceMismatch) {
+		t.Errorf("timeout before the deadline: %v, want ErrFenceMismatch", err)
+	}
+	if got, err := st.StepGet(ctx(t), soon, "pay"); err != nil || got.Status != persistence.StepParked {
+		t.Errorf("after a timeout before the deadline, pay = %s, %v; want still parked", got.Status, err)
+	}
+	failed, err := st.StepFail(ctx(t), persistence.StepFailParams{RunID: soon, Step: "pay", Parked: true, TimedOut: true,
 		Error: "timed out", RetryAt: &retry, Now: at(time.Hour)})
 	if err != nil || failed.Status != persistence.StepRetrying {
 		t.Fatalf("StepFail(parked) = %+v, %v; want retrying", failed, err)
