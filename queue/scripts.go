@@ -14,10 +14,10 @@ var luaFS embed.FS
 // runs EVALSHA and falls back to EVAL once per server that lacks it.
 var (
 	scriptEnqueue = loadScript("enqueue")
-	scriptDequeue = loadScript("dequeue", "limits")
-	scriptAck     = loadScript("ack")
-	scriptRetry   = loadScript("retry")
-	scriptRelease = loadScript("release")
+	scriptDequeue = loadScript("dequeue", "limits", "keyed")
+	scriptAck     = loadScript("ack", "keyed")
+	scriptRetry   = loadScript("retry", "keyed")
+	scriptRelease = loadScript("release", "keyed")
 	scriptExtend  = loadScript("extend")
 	scriptSweep   = loadScript("sweep")
 	scriptStats   = loadScript("stats")
