@@ -36,6 +36,9 @@ type Engine struct {
 	workflows map[string]*dag.Workflow
 	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
+	// stepLimited holds the queues of registered steps with limits of
+	// their own (dag.ConcurrencyKey, dag.RateLimit): see steplimits.go.
+	stepLimited map[string]bool
 	plans     plans             // plans of other versions and of unregistered workflows
 	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
 	// outboxNudge makes the outbox loop poll at once (PublishTx).
@@ -120,6 +123,7 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*dag.Workflow{},
 		hashes:    map[string]string{},
 		queues:    map[string]bool{},
+		// stepLimited stays nil until a step with limits is registered.
 		inflight:  map[string]*execution{},
 		clockOK:   make(chan struct{}, 1),
 		// outboxNudge holds one nudge: more before the loop wakes add
@@ -197,6 +201,9 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 		e.hashes[w.Name()] = w.Definition().Hash()
 		for _, s := range w.Steps() {
 			e.queues[s.Queue] = true
+			if s.Limits != nil {
+				e.markStepLimited(s.Queue)
+			}
 		}
 	}
 	e.mu.Unlock()

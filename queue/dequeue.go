@@ -142,7 +142,7 @@ func (q *Queue) dequeueFrom(ctx context.Context, queue string, max int, lease ti
 	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.bucket}
 	args := []any{k.channel, now.UnixMilli(), deadline, max, promoteLimit + max, arm, q.how(),
 		conc, rate, per, burst}
-	if q.limits[queue].PerTask {
+	if q.isPerTask(queue) {
 		keys = append(keys, k.lim)
 		args = append(args, 1)
 	}

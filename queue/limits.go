@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -111,6 +112,40 @@ func (l TaskLimit) spec() string {
 		burst = 0
 	}
 	return fmt.Sprintf("%d:%d:%d:%d:%d:%s%s", l.Concurrency, rate, l.Per.Milliseconds(), burst, len(l.Key), l.Key, l.RateKey)
+}
+
+// SetPerTask makes queue a PerTask queue (see Limit.PerTask) from now
+// on, as if Config.Limits said so: for a process that learns only after
+// New that tasks of the queue carry limits (dagflow's engine, when a
+// workflow with per-step limits is registered).
+func (q *Queue) SetPerTask(queue string) { q.perTask.Store(queue, true) }
+
+// isPerTask reports whether tasks of queue may carry limits.
+func (q *Queue) isPerTask(queue string) bool {
+	if q.limits[queue].PerTask {
+		return true
+	}
+	_, ok := q.perTask.Load(queue)
+	return ok
+}
+
+// KeyHeld returns how many tasks of queue hold a slot of the task limit
+// key (TaskLimit.Key) now, and how many tasks were parked waiting for one
+// (an upper bound: a parked task that left meanwhile is counted until the
+// next slot frees).
+func (q *Queue) KeyHeld(ctx context.Context, queue, key string) (held, parked int64, err error) {
+	if err := ValidateQueue(queue); err != nil {
+		return 0, 0, err
+	}
+	k := q.keys(queue)
+	res, err := q.run(ctx, scriptKeyHeld, []string{k.ready, k.leased, k.index}, key).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("queue: key %q of %q: %w", key, queue, err)
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("queue: key %q of %q: short reply %v", key, queue, res)
+	}
+	return res[0], res[1], nil
 }
 
 // limitArgs are the dequeue script's ARGV[8..11] for queue: concurrency,

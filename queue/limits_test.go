@@ -158,6 +158,9 @@ func runLimitSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalCli
 		}
 		// Parked tasks wait as delayed ones: nothing is handed out.
 		wantStats(t, q, "jobs", Stats{Delayed: 2, Leased: 3})
+		if held, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || held != 1 || parked != 2 {
+			t.Errorf("KeyHeld(A) = %d, %d, %v; want 1 held, 2 parked", held, parked, err)
+		}
 		nothingFor(t, q, "jobs", 100*time.Millisecond)
 
 		// An ack of a1 frees A's slot and wakes a waiting consumer with a2.

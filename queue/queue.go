@@ -121,6 +121,8 @@ type Queue struct {
 	log    *slog.Logger
 	// limits holds the limited queues of Config.Limits only.
 	limits map[string]Limit
+	// perTask holds the queues made PerTask by SetPerTask (name -> true).
+	perTask sync.Map
 
 	notifier *notifier
 	// cluster is the client when it is a Redis Cluster's: wake-ups then
@@ -210,7 +212,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		}
 		args = append(args, it.ID, dueMillis(it.At), it.Priority)
 		if it.Limit != nil {
-			if !q.limits[queue].PerTask {
+			if !q.isPerTask(queue) {
 				return nil, fmt.Errorf("%w: task %q has a Limit, but queue %q has no PerTask limit", ErrInvalidArgument, it.ID, queue)
 			}
 			if err := it.Limit.Validate(it.ID); err != nil {
@@ -248,11 +250,11 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 	}
 	k := q.keys(queue)
 	keys, args := []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)
-	if l := q.limits[queue]; l.Concurrency > 0 || l.PerTask {
+	if perTask := q.isPerTask(queue); perTask || q.limits[queue].Concurrency > 0 {
 		// The slots freed wake a consumer waiting for one.
 		keys = append(keys, k.waiting)
 		args = append([]any{k.channel, q.how()}, args...)
-		if l.PerTask {
+		if perTask {
 			keys = append(keys, k.lim)
 		}
 	}
@@ -287,7 +289,7 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 	}
 	k := q.keys(queue)
 	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting}
-	if q.limits[queue].PerTask {
+	if q.isPerTask(queue) {
 		keys = append(keys, k.lim)
 	}
 	n, err := q.run(ctx, scriptRetry, keys,
@@ -312,7 +314,7 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 	k := q.keys(queue)
 	args := append([]any{k.channel, q.how()}, strArgs(ids)...)
 	keys := []string{k.ready, k.leased, k.index, k.waiting}
-	if q.limits[queue].PerTask {
+	if q.isPerTask(queue) {
 		keys = append(keys, k.lim)
 	}
 	if err := q.run(ctx, scriptRelease, keys, args...).Err(); err != nil {

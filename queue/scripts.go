@@ -23,6 +23,7 @@ var (
 	scriptStats   = loadScript("stats")
 	scriptList    = loadScript("list")
 	scriptPause   = loadScript("pause")
+	scriptKeyHeld = loadScript("keyheld", "keyed")
 )
 
 // loadScript builds a script from the files of lua/: priority.lua and
