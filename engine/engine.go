@@ -36,11 +36,11 @@ type Engine struct {
 	workflows map[string]*dag.Workflow
 	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
+	plans     plans             // plans of other versions and of unregistered workflows
+	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
 	// stepLimited holds the queues of registered steps with limits of
 	// their own (dag.ConcurrencyKey, dag.RateLimit): see steplimits.go.
 	stepLimited map[string]bool
-	plans     plans             // plans of other versions and of unregistered workflows
-	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
 	// outboxNudge makes the outbox loop poll at once (PublishTx).
 	outboxNudge chan struct{}
 	// pausedQueues are the queues Redis says are paused (pause.go),
@@ -123,7 +123,6 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*dag.Workflow{},
 		hashes:    map[string]string{},
 		queues:    map[string]bool{},
-		// stepLimited stays nil until a step with limits is registered.
 		inflight:  map[string]*execution{},
 		clockOK:   make(chan struct{}, 1),
 		// outboxNudge holds one nudge: more before the loop wakes add
