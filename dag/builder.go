@@ -112,6 +112,7 @@ type stepConfig struct {
 	queueSet bool
 	wait     *Wait
 	http     *HTTPDefinition // storedHTTP
+	lim      *Limits         // ConcurrencyKey, RateLimit
 }
 
 // storedHTTP keeps, on a step built from a stored definition, the kind
@@ -312,6 +313,7 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 		Wait:         c.wait,
 		workflow:     b.name,
 		http:         c.http,
+		Limits:       c.lim,
 	}
 	for _, dep := range c.deps {
 		if c.needs[dep] {
@@ -350,6 +352,9 @@ func (b *Builder) step(v *validator, cfg workflowConfig, defaultsOK bool, d step
 		s.Queue = cfg.queue
 	} else if !ValidName(s.Queue) {
 		v.add(d.name, ErrInvalidName, "step %q: invalid queue name %q (%s)", d.name, s.Queue, nameRule)
+	}
+	if s.Limits != nil {
+		s.Limits.check(v, d.name)
 	}
 	if s.When != "" {
 		cond, err := compileWhen(s.When)

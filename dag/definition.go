@@ -57,6 +57,8 @@ type StepDefinition struct {
 	HTTP *HTTPDefinition `json:"http,omitempty"`
 	// Wait describes a wait or sleep step; omitted for the others.
 	Wait *WaitDefinition `json:"wait,omitempty"`
+	// Limits are the step's own limits; omitted for none.
+	Limits *LimitsDefinition `json:"limits,omitempty"`
 }
 
 // RetryDefinition is a resolved [RetryPolicy] with its durations written
@@ -96,6 +98,7 @@ func (w *Workflow) Definition() Definition {
 			Timeout:      s.Timeout.String(),
 			Compensation: s.Compensation != nil,
 			Wait:         s.Wait.definition(),
+			Limits:       s.Limits.definition(),
 		}
 		switch h := s.Handler.(type) {
 		case *steps.HTTP:
@@ -273,6 +276,14 @@ func (s StepDefinition) options(workflow string) ([]StepOption, error) {
 		o, err := s.Wait.option(workflow, s.Name)
 		if err != nil {
 			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	if s.Limits != nil {
+		o, err := s.Limits.option()
+		if err != nil {
+			return nil, &DefinitionError{Workflow: workflow, Step: s.Name, Err: ErrInvalidOption,
+				Reason: fmt.Sprintf("step %q: %v", s.Name, err)}
 		}
 		opts = append(opts, o)
 	}

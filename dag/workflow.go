@@ -47,6 +47,9 @@ type Step struct {
 	// Wait, when set, makes the step a wait or sleep step ([WaitFor],
 	// [WaitForSignal], [Sleep], [SleepUntil]): it runs no handler.
 	Wait *Wait
+	// Limits is the step's own flow control ([ConcurrencyKey],
+	// [RateLimit]); nil for none.
+	Limits *Limits
 
 	workflow string
 	cond     *condition

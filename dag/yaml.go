@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -41,6 +42,8 @@ var (
 //	    timeout: 10s
 //	    retry: {max_attempts: 3}
 //	    queue: stock
+//	    concurrency: {key: input.customer_id, limit: 1}   # ConcurrencyKey
+//	    rate_limit: {rate: 100, per: 1m, burst: 5, per_key: input.customer_id}
 //	  - name: points
 //	    handler: order.points
 //	    after: [reserve]        # or needs: [...]; a single name works too
@@ -57,7 +60,8 @@ var (
 //	    needs: [reserve]        # the body may read only its dependencies
 //
 // Durations are Go duration strings ("1m30s"). The meaning is the one of
-// the Go options (After, Needs, Retry, Timeout, Compensate, When, Queue);
+// the Go options (After, Needs, Retry, Timeout, Compensate, When, Queue,
+// ConcurrencyKey, RateLimit with RateBurst and PerKey);
 // omitted fields inherit the same way; `on` is [OnEvent] with [Filter]. One difference: an explicit
 // `jitter: 0` means no jitter (in Go a zero Jitter inherits; see NoJitter).
 //
@@ -229,6 +233,57 @@ func (l *loader) retry(n *yaml.Node, field string) RetryPolicy {
 	return p
 }
 
+// concurrency reads a step's concurrency: {key, limit} (ConcurrencyKey).
+func (l *loader) concurrency(n *yaml.Node, field string) StepOption {
+	if !l.Mapping(n, field, "a mapping with key and limit") {
+		return nil
+	}
+	var (
+		key   string
+		limit int
+	)
+	l.Fields(n, field, []string{"key", "limit"}, func(k string, _, v *yaml.Node) {
+		switch k {
+		case "key":
+			key, _ = l.Str(v, yamlwalk.Join(field, k))
+		case "limit":
+			limit, _ = l.Int(v, yamlwalk.Join(field, k))
+		}
+	})
+	return ConcurrencyKey(key, limit)
+}
+
+// rateLimit reads a step's rate_limit: {rate, per, burst, per_key}
+// (RateLimit).
+func (l *loader) rateLimit(n *yaml.Node, field string) StepOption {
+	if !l.Mapping(n, field, "a mapping with rate and per") {
+		return nil
+	}
+	var (
+		rate int
+		per  time.Duration
+		opts []RateOption
+	)
+	l.Fields(n, field, []string{"rate", "per", "burst", "per_key"}, func(k string, _, v *yaml.Node) {
+		f := yamlwalk.Join(field, k)
+		switch k {
+		case "rate":
+			rate, _ = l.Int(v, f)
+		case "per":
+			per, _ = l.Duration(v, f)
+		case "burst":
+			if b, ok := l.Int(v, f); ok {
+				opts = append(opts, RateBurst(b))
+			}
+		case "per_key":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, PerKey(e))
+			}
+		}
+	})
+	return RateLimit(rate, per, opts...)
+}
+
 // waitFor reads a step's wait_for: {event, correlate, timeout} or
 // {signal: true, timeout}.
 func (l *loader) waitFor(n *yaml.Node, field string) StepOption {
@@ -396,7 +451,7 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		deps []string
 	)
 	known := append([]string{"name", "kind", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue",
-		"wait_for", "sleep", "sleep_until"}, httpFields...)
+		"wait_for", "sleep", "sleep_until", "concurrency", "rate_limit"}, httpFields...)
 	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
@@ -445,6 +500,10 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 			if e, ok := l.Str(v, f); ok {
 				opts = append(opts, SleepUntil(e))
 			}
+		case "concurrency":
+			opts = append(opts, l.concurrency(v, f))
+		case "rate_limit":
+			opts = append(opts, l.rateLimit(v, f))
 		default: // the fields of kind: http
 			l.httpField(&hs, key, f, v)
 		}

@@ -38,6 +38,9 @@ type Engine struct {
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
 	plans     plans             // plans of other versions and of unregistered workflows
 	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
+	// stepLimited holds the queues of registered steps with limits of
+	// their own (dag.ConcurrencyKey, dag.RateLimit): see steplimits.go.
+	stepLimited map[string]bool
 	// outboxNudge makes the outbox loop poll at once (PublishTx).
 	outboxNudge chan struct{}
 	// pausedQueues are the queues Redis says are paused (pause.go),
@@ -197,6 +200,9 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 		e.hashes[w.Name()] = w.Definition().Hash()
 		for _, s := range w.Steps() {
 			e.queues[s.Queue] = true
+			if s.Limits != nil {
+				e.markStepLimited(s.Queue)
+			}
 		}
 	}
 	e.mu.Unlock()

@@ -25,7 +25,7 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 		ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
 		byQueue[s.Queue] = append(byQueue[s.Queue], queue.Item{ID: ref.String(), Priority: s.Priority})
 	}
-	return e.enqueueItems(ctx, byQueue)
+	return e.enqueueItems(ctx, byQueue, nil)
 }
 
 // enqueueCreated dispatches runs that were just created (or committed, for
@@ -35,6 +35,13 @@ func (e *Engine) enqueueSteps(ctx context.Context, sts []persistence.StepRun) er
 // the run (onRefused); the reconciler is only the safety net.
 func (e *Engine) enqueueCreated(ctx context.Context, runs []persistence.RunCreateResult) error {
 	byQueue := map[string][]queue.Item{}
+	var known map[string]persistence.Run
+	if e.anyStepLimited() {
+		known = make(map[string]persistence.Run, len(runs))
+		for _, r := range runs {
+			known[r.Run.ID] = r.Run
+		}
+	}
 	for _, r := range runs {
 		for _, s := range r.Steps {
 			ref := taskRef{RunID: s.RunID, Step: s.Step, Attempt: s.Attempt + 1}
@@ -46,11 +53,13 @@ func (e *Engine) enqueueCreated(ctx context.Context, runs []persistence.RunCreat
 			}
 		}
 	}
-	return e.enqueueItems(ctx, byQueue)
+	return e.enqueueItems(ctx, byQueue, known)
 }
 
-// enqueueItems enqueues tasks, one Redis call per queue in name order.
-func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.Item) error {
+// enqueueItems enqueues tasks, one Redis call per queue in name order,
+// with the limits of their steps (known: runs at hand, by id).
+func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.Item, known map[string]persistence.Run) error {
+	e.withStepLimits(ctx, byQueue, known)
 	names := make([]string, 0, len(byQueue))
 	for n := range byQueue {
 		names = append(names, n)
@@ -58,6 +67,9 @@ func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.It
 	sort.Strings(names)
 	var firstErr error
 	for _, n := range names {
+		if len(byQueue[n]) == 0 {
+			continue
+		}
 		if _, err := e.q.Enqueue(context.WithoutCancel(ctx), n, byQueue[n]...); err != nil {
 			e.redisError("enqueue failed; the reconciler will retry", err, "queue", n)
 			if firstErr == nil {
@@ -72,7 +84,15 @@ func (e *Engine) enqueueItems(ctx context.Context, byQueue map[string][]queue.It
 // failure is logged: the store still says the step waits, so the
 // reconciler enqueues it later.
 func (e *Engine) enqueue(queueName, id string, at time.Time, priority int) {
-	if _, err := e.q.Enqueue(context.Background(), queueName, queue.Item{ID: id, At: at, Priority: priority}); err != nil {
+	item := queue.Item{ID: id, At: at, Priority: priority}
+	if e.isStepLimited(queueName) {
+		byQueue := map[string][]queue.Item{queueName: {item}}
+		if e.withStepLimits(context.Background(), byQueue, nil); len(byQueue[queueName]) == 0 {
+			return
+		}
+		item = byQueue[queueName][0]
+	}
+	if _, err := e.q.Enqueue(context.Background(), queueName, item); err != nil {
 		e.redisError("enqueue failed; the reconciler will retry", err, "task", id)
 	}
 }

@@ -79,10 +79,10 @@ func (c Config) queueLimits() map[string]queue.Limit {
 	return out
 }
 
-// limited reports whether queue has a limit.
+// limited reports whether queue has a limit, its own or one of a step's.
 func (e *Engine) limited(queue string) bool {
 	l, ok := e.cfg.QueueLimits[queue]
-	return ok && (l.Concurrency > 0 || l.Rate > 0)
+	return ok && (l.Concurrency > 0 || l.Rate > 0) || e.isStepLimited(queue)
 }
 
 // eagerQueues are the queues whose steps this node may claim at create
@@ -90,7 +90,7 @@ func (e *Engine) limited(queue string) bool {
 // dequeued (the dequeue script is where their limit is held).
 func (e *Engine) eagerQueues() []string {
 	qs := e.queueNames()
-	if len(e.cfg.QueueLimits) == 0 {
+	if len(e.cfg.QueueLimits) == 0 && !e.anyStepLimited() {
 		return qs
 	}
 	return slices.DeleteFunc(slices.Clone(qs), e.limited)
@@ -102,7 +102,7 @@ func (e *Engine) eagerQueues() []string {
 // run out. ids not leased are skipped by the queue.
 func (e *Engine) freeSlots(ctx context.Context, byQueue map[string][]queue.Item) {
 	for name, items := range byQueue {
-		if l := e.cfg.QueueLimits[name]; l.Concurrency == 0 {
+		if l := e.cfg.QueueLimits[name]; l.Concurrency == 0 && !e.isStepLimited(name) {
 			continue
 		}
 		ids := make([]string, len(items))
@@ -129,6 +129,9 @@ func (e *Engine) holdsSlot(c *completion) int {
 // whyLimited tells, for a step queued for live nodes, whether its queue
 // is at its concurrency limit or paced by its rate limit.
 func (e *Engine) whyLimited(ctx context.Context, w *StepWait) {
+	if e.whyStepLimited(ctx, w) {
+		return
+	}
 	l, ok := e.cfg.QueueLimits[w.Queue]
 	if !ok || (l.Concurrency == 0 && l.Rate == 0) {
 		return

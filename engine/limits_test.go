@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,13 +254,27 @@ func (s *silentStore) StepClaim(ctx context.Context, p persistence.StepClaimPara
 }
 
 func TestQueueLimitWhyWaitingAndDeadNode(t *testing.T) {
+	testLimitWhyWaitingAndDeadNode(t, nil, map[string]engine.QueueLimit{"one": {Concurrency: 1}})
+}
+
+// TestConcurrencyKeyDeadNode: the slot of a key held by a node that
+// went silent comes back when the node is declared dead.
+func TestConcurrencyKeyDeadNode(t *testing.T) {
+	testLimitWhyWaitingAndDeadNode(t, []dag.StepOption{dag.ConcurrencyKey("input.tenant", 1)}, nil)
+}
+
+// testLimitWhyWaitingAndDeadNode runs two steps of a queue "one" that
+// lets one run at once (by stepOpts or by limits): the second is
+// reported limited while the first holds the slot, and the slot comes
+// back at the node timeout when the first's node goes silent.
+func testLimitWhyWaitingAndDeadNode(t *testing.T, stepOpts []dag.StepOption, limits map[string]engine.QueueLimit) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const nodeTimeout = 3 * time.Second
 		gate := make(chan struct{})
 		defer close(gate)
 		held := make(chan string, 4)
 		build := func(h steps.Handler) *dag.Workflow {
-			wf, err := dag.New("held").Step("hold", h, dag.Queue("one")).Build()
+			wf, err := dag.New("held").Step("hold", h, append([]dag.StepOption{dag.Queue("one")}, stepOpts...)...).Build()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +299,7 @@ func TestQueueLimitWhyWaitingAndDeadNode(t *testing.T) {
 			c.NodeID, c.Lease, c.Heartbeat = id, time.Minute, 20*time.Second
 			c.NodeHeartbeat, c.NodeTimeout = 500*time.Millisecond, nodeTimeout
 			c.StopGrace = -1
-			c.QueueLimits = map[string]engine.QueueLimit{"one": {Concurrency: 1}}
+			c.QueueLimits = limits
 		}
 		o.Store, o.Clock, o.Workflows = ps, engine.SystemClock, []*dag.Workflow{victimWF}
 		o.Configure = func(c *engine.Config) { timing(c, "victim") }
@@ -306,6 +321,9 @@ func TestQueueLimitWhyWaitingAndDeadNode(t *testing.T) {
 		}, "the second step is not reported waiting for the queue's limit")
 		w, _ := victim.Engine.WhyWaiting(ctx, second, "hold")
 		t.Logf("why waiting: %s", w.Detail)
+		if limits == nil && !strings.Contains(w.Detail, "input.tenant") {
+			t.Errorf("why waiting = %q; want it to name the key", w.Detail)
+		}
 		if info := mustGet(t, victim.Engine, second); info.Steps[0].Status != persistence.StepQueued {
 			t.Fatalf("second step is %s while the only slot is held; want queued", info.Steps[0].Status)
 		}

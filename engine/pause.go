@@ -124,7 +124,7 @@ func (e *Engine) dispatchResumed(ctx context.Context, run persistence.Run, steps
 		it.ID = ref.String()
 		byQueue[s.Queue] = append(byQueue[s.Queue], it)
 	}
-	return e.enqueueItems(ctx, byQueue)
+	return e.enqueueItems(ctx, byQueue, nil)
 }
 
 // mirrorPausedQueues makes Redis say what the store says about paused

@@ -180,8 +180,12 @@ func (e *Engine) requeue(ctx context.Context, sts []persistence.StepRun, now tim
 	if expired {
 		e.freeSlots(ctx, byQueue)
 	}
+	e.withStepLimits(ctx, byQueue, nil)
 	n := 0
 	for name, items := range byQueue {
+		if len(items) == 0 {
+			continue
+		}
 		added, err := e.q.Enqueue(ctx, name, items...)
 		if err != nil {
 			e.redisError("reconcile: enqueue failed", err, "queue", name)

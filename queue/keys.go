@@ -15,6 +15,10 @@ package queue
 //	<prefix>:{<queue>}:pri       hash: id -> priority, for tasks of priority != 0
 //	<prefix>:{<queue>}:paused    string: set while the queue is paused
 //	<prefix>:{<queue>}:bucket    hash: the rate limit's token bucket (see lua/limits.lua)
+//	<prefix>:{<queue>}:lim       hash: id -> the task's own limit (TaskLimit, see lua/keyed.lua)
+//	<prefix>:{<queue>}:k:<key>   set: tasks holding a slot of key (lua/keyed.lua)
+//	<prefix>:{<queue>}:kp:<key>  list: tasks parked until a slot of key frees
+//	<prefix>:{<queue>}:rb:<name> hash: a task limit's token bucket
 //
 // The scripts derive ready:<p>, levels, pri and paused from the ready
 // list's name (see lua/priority.lua); paused is built here too, for Pause
@@ -24,7 +28,7 @@ package queue
 // ":reasons"; nothing reads them now (dead letters live in the store), and
 // an operator may DEL them.
 type keys struct {
-	ready, delayed, leased, index, waiting, channel, paused, bucket string
+	ready, delayed, leased, index, waiting, channel, paused, bucket, lim string
 }
 
 func (q *Queue) keys(queue string) keys {
@@ -38,6 +42,7 @@ func (q *Queue) keys(queue string) keys {
 		channel: base + "notify",
 		paused:  base + "paused",
 		bucket:  base + "bucket",
+		lim:     base + "lim",
 	}
 }
 

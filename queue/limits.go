@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -29,10 +30,16 @@ type Limit struct {
 	// once after an idle while. Default 1: tasks are spaced Per/Rate
 	// apart, so that any window of length Per holds at most Rate+1.
 	Burst int
+	// PerTask is set when tasks of the queue may carry limits of their
+	// own (Item.Limit): the dequeue then looks each ready task's limit up
+	// and parks the tasks over theirs, and an ack, retry or release gives
+	// back the task's key slot. Every process using the queue must set
+	// it alike. A queue without it pays nothing for task limits.
+	PerTask bool
 }
 
 // limited reports whether l limits anything.
-func (l Limit) limited() bool { return l.Concurrency > 0 || l.Rate > 0 }
+func (l Limit) limited() bool { return l.Concurrency > 0 || l.Rate > 0 || l.PerTask }
 
 func (l Limit) withDefaults() Limit {
 	if l.Rate > 0 && l.Burst == 0 {
@@ -56,6 +63,89 @@ func (l Limit) Validate(queue string) error {
 		return fmt.Errorf("%w: queue %q: Per and Burst need a Rate", ErrInvalidConfig, queue)
 	}
 	return nil
+}
+
+// TaskLimit is a limit a task carries itself (Item.Limit), in a queue
+// whose Limit has PerTask: at most Concurrency tasks with the same Key
+// leased at once, and at most Rate tasks with the same RateKey handed out
+// per Per (a token bucket of size Burst, default 1). Tasks with the same
+// Key share its slots whatever their Concurrency: each is let through
+// while fewer than its own Concurrency hold one. A task over its limit
+// is parked (see lua/keyed.lua): it does not block the tasks of other
+// keys behind it, spends no delivery, and is ready again when a slot of
+// its key frees or the next token is due.
+type TaskLimit struct {
+	// Concurrency is the most tasks of Key leased at once, 0 for none.
+	Concurrency int
+	// Key names the slots' owner, e.g. a customer id.
+	Key string
+	// Rate tasks of RateKey are handed out per Per at most, 0 for none.
+	Rate int
+	// Per is the rate's period, at least 1ms with Rate.
+	Per time.Duration
+	// Burst is the bucket's size, default 1.
+	Burst int
+	// RateKey names the token bucket, e.g. a step, or a step and a
+	// customer id.
+	RateKey string
+}
+
+// Validate reports what is wrong with l, naming the task.
+func (l TaskLimit) Validate(id string) error {
+	switch {
+	case l.Concurrency < 0 || l.Rate < 0 || l.Burst < 0:
+		return fmt.Errorf("%w: task %q: negative limit %+v", ErrInvalidArgument, id, l)
+	case l.Rate > 0 && l.Per < time.Millisecond:
+		return fmt.Errorf("%w: task %q: Rate %d needs a Per of at least 1ms, got %v", ErrInvalidArgument, id, l.Rate, l.Per)
+	}
+	return nil
+}
+
+// spec is l as the scripts read it (tspec in lua/keyed.lua).
+func (l TaskLimit) spec() string {
+	burst := l.Burst
+	if burst == 0 {
+		burst = 1
+	}
+	rate := l.Rate
+	if rate == 0 {
+		burst = 0
+	}
+	return fmt.Sprintf("%d:%d:%d:%d:%d:%s%s", l.Concurrency, rate, l.Per.Milliseconds(), burst, len(l.Key), l.Key, l.RateKey)
+}
+
+// SetPerTask makes queue a PerTask queue (see Limit.PerTask) from now
+// on, as if Config.Limits said so: for a process that learns only after
+// New that tasks of the queue carry limits (dagflow's engine, when a
+// workflow with per-step limits is registered).
+func (q *Queue) SetPerTask(queue string) { q.perTask.Store(queue, true) }
+
+// isPerTask reports whether tasks of queue may carry limits.
+func (q *Queue) isPerTask(queue string) bool {
+	if q.limits[queue].PerTask {
+		return true
+	}
+	_, ok := q.perTask.Load(queue)
+	return ok
+}
+
+// KeyHeld returns how many tasks of queue hold a slot of the task limit
+// key (TaskLimit.Key) now, and how many tasks were parked waiting for one
+// (an upper bound: a parked task that left meanwhile is counted until the
+// next slot frees).
+func (q *Queue) KeyHeld(ctx context.Context, queue, key string) (held, parked int64, err error) {
+	if err := ValidateQueue(queue); err != nil {
+		return 0, 0, err
+	}
+	k := q.keys(queue)
+	res, err := q.run(ctx, scriptKeyHeld, []string{k.ready, k.leased, k.index}, key).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("queue: key %q of %q: %w", key, queue, err)
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("queue: key %q of %q: short reply %v", key, queue, res)
+	}
+	return res[0], res[1], nil
 }
 
 // limitArgs are the dequeue script's ARGV[8..11] for queue: concurrency,

@@ -167,6 +167,99 @@ func runLimitSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalCli
 		}
 	})
 
+	t.Run("PerKeyConcurrency", func(t *testing.T) {
+		q, advance := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		one := func(key string) *TaskLimit { return &TaskLimit{Concurrency: 1, Key: key} }
+		// Two of customer A at the head: the second must not block B's
+		// and the unlimited task behind it.
+		mustEnqueue(t, q, "jobs", Item{ID: "a1", Limit: one("A")}, Item{ID: "a2", Limit: one("A")},
+			Item{ID: "a3", Limit: one("A")}, Item{ID: "b1", Limit: one("B")}, Item{ID: "free"})
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a1,b1,free" {
+			t.Fatalf("first dequeue = %s, want a1,b1,free (one per key, the rest parked)", ids)
+		}
+		// Parked tasks wait as delayed ones: nothing is handed out.
+		wantStats(t, q, "jobs", Stats{Delayed: 2, Leased: 3})
+		if held, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || held != 1 || parked != 2 {
+			t.Errorf("KeyHeld(A) = %d, %d, %v; want 1 held, 2 parked", held, parked, err)
+		}
+		nothingFor(t, q, "jobs", 100*time.Millisecond)
+
+		// An ack of a1 frees A's slot and wakes a waiting consumer with a2.
+		done := make(chan []Task, 1)
+		go func() {
+			c, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			tasks, _ := q.Dequeue(c, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+			done <- tasks
+		}()
+		waitForWaiters(t, q, "jobs", 1)
+		if err := q.Ack(ctx, "jobs", "a1"); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if ids := strings.Join(taskIDs(r), ","); ids != "a2" {
+			t.Fatalf("dequeue after the ack = %s, want a2", ids)
+		}
+		if r[0].Deliveries != 1 {
+			t.Errorf("a2's deliveries = %d, want 1 (parking spends none)", r[0].Deliveries)
+		}
+		// A release gives the slot back too.
+		if err := q.Release(ctx, "jobs", "a2"); err != nil {
+			t.Fatal(err)
+		}
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a3" && ids != "a2" {
+			t.Fatalf("dequeue after the release = %s, want one of A's", ids)
+		}
+		// The holder dies: its slot comes back when its lease runs out.
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		advance(lease)
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if n := len(got); n == 0 {
+			t.Fatalf("dequeue after the leases ran out = nothing")
+		}
+		a := 0
+		for _, task := range got {
+			if strings.HasPrefix(task.ID, "a") {
+				a++
+			}
+		}
+		if a != 1 {
+			t.Fatalf("dequeue after the leases ran out = %v, want exactly one of A's", taskIDs(got))
+		}
+	})
+
+	t.Run("PerTaskRate", func(t *testing.T) {
+		q, advance := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		rate := func(key string) *TaskLimit { return &TaskLimit{Rate: 2, Per: time.Second, RateKey: key} }
+		mustEnqueue(t, q, "jobs", Item{ID: "a1", Limit: rate("A")}, Item{ID: "a2", Limit: rate("A")},
+			Item{ID: "b1", Limit: rate("B")}, Item{ID: "b2", Limit: rate("B")})
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a1,b1" {
+			t.Fatalf("first dequeue = %s, want a1,b1 (one token per bucket)", ids)
+		}
+		nothingFor(t, q, "jobs", 100*time.Millisecond)
+		advance(500 * time.Millisecond)
+		got = mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a2,b2" {
+			t.Fatalf("dequeue when the tokens are due = %s, want a2,b2", ids)
+		}
+		for _, task := range got {
+			if task.Deliveries != 1 {
+				t.Errorf("%s's deliveries = %d, want 1", task.ID, task.Deliveries)
+			}
+		}
+	})
+
+	t.Run("TaskLimitNeedsPerTask", func(t *testing.T) {
+		q, _ := setup(t, nil)
+		_, err := q.Enqueue(ctx, "jobs", Item{ID: "a", Limit: &TaskLimit{Concurrency: 1, Key: "A"}})
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("enqueue with a Limit to a queue without PerTask = %v, want ErrInvalidArgument", err)
+		}
+	})
+
 	t.Run("InvalidLimits", func(t *testing.T) {
 		c := newClient(t)
 		for _, tc := range []struct {

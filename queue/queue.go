@@ -121,6 +121,8 @@ type Queue struct {
 	log    *slog.Logger
 	// limits holds the limited queues of Config.Limits only.
 	limits map[string]Limit
+	// perTask holds the queues made PerTask by SetPerTask (name -> true).
+	perTask sync.Map
 
 	notifier *notifier
 	// cluster is the client when it is a Redis Cluster's: wake-ups then
@@ -177,6 +179,9 @@ type Item struct {
 	// it until it is acked: a retry, a release or an expired lease puts
 	// it back among the tasks of its priority.
 	Priority int
+	// Limit is the task's own limit, nil for none; only in a queue whose
+	// Limit has PerTask (see TaskLimit).
+	Limit *TaskLimit
 }
 
 // Enqueue adds tasks to queue, atomically. For each item it reports true
@@ -197,6 +202,7 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 	k := q.keys(queue)
 	args := make([]any, 0, 3+3*len(items))
 	args = append(args, k.channel, q.how(), q.now().UnixMilli())
+	var specs []any
 	for _, it := range items {
 		if err := ValidateID(it.ID); err != nil {
 			return nil, err
@@ -205,6 +211,21 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 			return nil, fmt.Errorf("%w: task %q: priority %d not in %d..%d", ErrInvalidArgument, it.ID, it.Priority, MinPriority, MaxPriority)
 		}
 		args = append(args, it.ID, dueMillis(it.At), it.Priority)
+		if it.Limit != nil {
+			if !q.isPerTask(queue) {
+				return nil, fmt.Errorf("%w: task %q has a Limit, but queue %q has no PerTask limit", ErrInvalidArgument, it.ID, queue)
+			}
+			if err := it.Limit.Validate(it.ID); err != nil {
+				return nil, err
+			}
+			specs = append(specs, it.ID, it.Limit.spec())
+		}
+	}
+	if len(specs) > 0 {
+		// Before the tasks, so that no dequeue sees one without its limit.
+		if err := q.client.HSet(ctx, k.lim, specs...).Err(); err != nil {
+			return nil, fmt.Errorf("queue: enqueue to %q: task limits: %w", queue, err)
+		}
 	}
 	res, err := q.run(ctx, scriptEnqueue,
 		[]string{k.ready, k.delayed, k.index, k.waiting}, args...).Int64Slice()
@@ -229,10 +250,13 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 	}
 	k := q.keys(queue)
 	keys, args := []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)
-	if q.limits[queue].Concurrency > 0 {
+	if perTask := q.isPerTask(queue); perTask || q.limits[queue].Concurrency > 0 {
 		// The slots freed wake a consumer waiting for one.
 		keys = append(keys, k.waiting)
 		args = append([]any{k.channel, q.how()}, args...)
+		if perTask {
+			keys = append(keys, k.lim)
+		}
 	}
 	if err := q.run(ctx, scriptAck, keys, args...).Err(); err != nil {
 		return fmt.Errorf("queue: ack in %q: %w", queue, err)
@@ -264,7 +288,11 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 		return err
 	}
 	k := q.keys(queue)
-	n, err := q.run(ctx, scriptRetry, []string{k.ready, k.delayed, k.leased, k.index, k.waiting},
+	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting}
+	if q.isPerTask(queue) {
+		keys = append(keys, k.lim)
+	}
+	n, err := q.run(ctx, scriptRetry, keys,
 		k.channel, q.now().UnixMilli(), id, dueMillis(at), q.how()).Int()
 	if err != nil {
 		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
@@ -285,7 +313,11 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 	}
 	k := q.keys(queue)
 	args := append([]any{k.channel, q.how()}, strArgs(ids)...)
-	if err := q.run(ctx, scriptRelease, []string{k.ready, k.leased, k.index, k.waiting}, args...).Err(); err != nil {
+	keys := []string{k.ready, k.leased, k.index, k.waiting}
+	if q.isPerTask(queue) {
+		keys = append(keys, k.lim)
+	}
+	if err := q.run(ctx, scriptRelease, keys, args...).Err(); err != nil {
 		return fmt.Errorf("queue: release in %q: %w", queue, err)
 	}
 	return nil

@@ -14,15 +14,16 @@ var luaFS embed.FS
 // runs EVALSHA and falls back to EVAL once per server that lacks it.
 var (
 	scriptEnqueue = loadScript("enqueue")
-	scriptDequeue = loadScript("dequeue", "limits")
-	scriptAck     = loadScript("ack")
-	scriptRetry   = loadScript("retry")
-	scriptRelease = loadScript("release")
+	scriptDequeue = loadScript("dequeue", "limits", "keyed")
+	scriptAck     = loadScript("ack", "keyed")
+	scriptRetry   = loadScript("retry", "keyed")
+	scriptRelease = loadScript("release", "keyed")
 	scriptExtend  = loadScript("extend")
 	scriptSweep   = loadScript("sweep")
 	scriptStats   = loadScript("stats")
 	scriptList    = loadScript("list")
 	scriptPause   = loadScript("pause")
+	scriptKeyHeld = loadScript("keyheld", "keyed")
 )
 
 // loadScript builds a script from the files of lua/: priority.lua and

@@ -25,7 +25,7 @@ import (
 // heartbeat's ZSCORE, the release's LPUSH). The README's
 // production checklist shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
-	"+del +exists +hdel +hget +hincrby +hmget +hset +hsetnx +llen +lpop +lpush +lrange +lrem +pexpire +publish +rpush +set " +
+	"+del +exists +hdel +hget +hincrby +hmget +hset +hsetnx +llen +lpop +lpush +lrange +lrem +pexpire +publish +rpush +sadd +set +smembers +srem " +
 	"+zadd +zcard +zrange +zrangebyscore +zrem +zrevrange +zscore"
 
 // TestRedisACL runs the orders as an ACL user limited to its key prefix

@@ -7,7 +7,10 @@
 -- A queue with a concurrency limit (see limits.lua) passes also
 -- KEYS[5] waiting flag
 -- and then ARGV[1] notify channel, ARGV[2] how to publish, ARGV[3..] ids:
--- the slots an ack frees wake a consumer that waits for one.
+-- the slots an ack frees wake a consumer that waits for one. A queue
+-- whose tasks carry limits (keyed.lua) passes these and also
+-- KEYS[6] the task limit hash: an ack frees the task's key slot and
+-- moves a task parked for it back to ready.
 -- Returns the number of tasks removed. A removed task's priority is
 -- forgotten (priority.lua).
 local n = 0
@@ -24,6 +27,9 @@ for i = first, #ARGV do
     elseif state == READY then
       gone = redis.call('LREM', plist(KEYS[1], priorityof(pri, id)), 0, id) > 0
     end
+  end
+  if KEYS[6] then
+    keyfree(KEYS[1], KEYS[2], KEYS[4], KEYS[6], id, true)
   end
   if gone then
     redis.call('HDEL', key, id)

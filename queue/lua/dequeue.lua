@@ -16,6 +16,8 @@
 -- KEYS[6] token bucket of the queue's rate limit (see limits.lua)
 -- ARGV[8..11] the queue's limit: concurrency, rate, period ms, burst
 --         (all 0: none)
+-- KEYS[7], ARGV[12] (a queue whose tasks carry limits, see keyed.lua):
+--         the queue's task limit hash, and "1"
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
 -- Ready tasks are leased highest priority first, and none from a paused
@@ -29,7 +31,11 @@ local lim
 max, lim = limitcap(KEYS[3], KEYS[6], now, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
 local ids = false
 if not stopped and max > 0 then
-  ids = popready(KEYS[1], max)
+  if ARGV[12] == '1' then
+    ids = keyedpop(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], max, now, tonumber(deadline))
+  else
+    ids = popready(KEYS[1], max)
+  end
 end
 limittake(lim, ids and #ids or 0)
 local res = { 0, 0 }

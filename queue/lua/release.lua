@@ -7,6 +7,8 @@
 -- ARGV[1] notify channel
 -- ARGV[2] how to publish ("s": SPUBLISH, see wake in common.lua)
 -- ARGV[3..] task ids
+-- KEYS[5] the task limit hash, for a queue whose tasks carry limits
+--         (keyed.lua): each task's key slot is given back.
 -- Returns the number of tasks released (ids not leased are skipped).
 local back = {}
 for i = #ARGV, 3, -1 do
@@ -18,6 +20,12 @@ for i = #ARGV, 3, -1 do
     back[#back + 1] = id
   end
 end
+local freed = 0
+if KEYS[5] then
+  for _, id in ipairs(back) do
+    freed = freed + keyfree(KEYS[1], pbase(KEYS[1]) .. 'delayed', KEYS[3], KEYS[5], id, false)
+  end
+end
 pushready(KEYS[1], back, true)
-notify(KEYS[4], ARGV[1], #back, ARGV[2])
+notify(KEYS[4], ARGV[1], #back + freed, ARGV[2])
 return #back
