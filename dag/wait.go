@@ -62,7 +62,7 @@ type Wait struct {
 	Input    string
 
 	corr, until, input *vm.Program
-	refs        []string
+	refs               []string
 }
 
 // WaitOption configures [WaitFor] and [WaitForSignal].
