@@ -105,7 +105,7 @@ func (d *Dashboard) runPage(w http.ResponseWriter, r *http.Request, s *session) 
 		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
 		"Input": prettyJSON(input), "Output": prettyJSON(output), "LiveRun": run.ID,
 		"CanCancel": !run.Status.Terminal(), "CanRetry": run.Status == persistence.RunFailed && hasDead(ri.Steps),
-		"Terminal": run.Status.Terminal(),
+		"Terminal": run.Status.Terminal(), "Children": ri.Children,
 	}
 	d.render(w, r, s, http.StatusOK, "run", "Run "+shorten(run.ID, 13), data)
 	return nil
