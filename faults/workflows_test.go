@@ -230,6 +230,9 @@ const (
 	// wfEvented is e1 -> e2 (e1 compensates), started by every
 	// "fault.order" event (events_test.go).
 	wfEvented = "evented"
+	// wfParent is one child step, sub, starting a crashy run with the
+	// parent's input (child_test.go).
+	wfParent = "parent"
 	evOrder   = "fault.order"
 )
 
@@ -293,5 +296,11 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy, typed, evented, limited}, nil
+	parent, err := dag.New(wfParent, dag.DefaultRetry(retry)).
+		Step("sub", nil, dag.Child(wfCrashy)).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed, evented, limited, parent}, nil
 }
