@@ -233,7 +233,7 @@ const (
 	// wfParent is one child step, sub, starting a crashy run with the
 	// parent's input (child_test.go).
 	wfParent = "parent"
-	evOrder   = "fault.order"
+	evOrder  = "fault.order"
 )
 
 // order is the typed step's input.
