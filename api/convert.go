@@ -122,13 +122,22 @@ func toRunDetail(info engine.RunInfo) client.RunDetail {
 		}
 		acts[i] = client.RunAction{Seq: a.Seq, At: utc(a.At), Actor: a.Actor, Action: string(a.Action), Step: a.Step, Steps: steps}
 	}
-	return client.RunDetail{
+	children := make([]client.ChildRun, len(info.Children))
+	for i, c := range info.Children {
+		children[i] = client.ChildRun{RunID: c.RunID, Workflow: c.Workflow, Step: c.Step, Status: string(c.Status)}
+	}
+	d := client.RunDetail{
 		Run:      toRun(info.Run),
 		Steps:    toSteps(info.Steps),
 		Attempts: atts,
 		Actions:  acts,
 		Output:   rawJSON(info.Output()),
+		Children: children,
 	}
+	if info.Run.ParentRunID != "" {
+		d.Parent = &client.RunParent{RunID: info.Run.ParentRunID, Step: info.Run.ParentStep}
+	}
+	return d
 }
 
 func toSchedule(si engine.ScheduleInfo, ticks []persistence.ScheduleTick) client.Schedule {

@@ -30,6 +30,9 @@ const (
 	WaitSignal WaitKind = "signal"
 	// WaitSleep completes when its time comes (a durable timer).
 	WaitSleep WaitKind = "sleep"
+	// WaitChild starts a run of another workflow (a child) and completes
+	// with its output when it succeeds ([Child]).
+	WaitChild WaitKind = "child"
 )
 
 // Wait is a wait or sleep step's declaration: such a step runs no
@@ -51,9 +54,15 @@ type Wait struct {
 	// string, a time, or Unix seconds).
 	Sleep time.Duration
 	Until string
+	// Workflow is the workflow a WaitChild step starts; Input, the
+	// expression (over the run's input and upstream outputs, as for
+	// `when`) whose value is the child's input: empty, the parent run's
+	// input.
+	Workflow string
+	Input    string
 
-	corr, until *vm.Program
-	refs        []string
+	corr, until, input *vm.Program
+	refs               []string
 }
 
 // WaitOption configures [WaitFor] and [WaitForSignal].
@@ -108,6 +117,29 @@ func SleepUntil(expr string) StepOption {
 	return func(c *stepConfig) { c.wait = &Wait{Kind: WaitSleep, Until: expr} }
 }
 
+// Input sets the expression whose value (over the run's input and the
+// upstream outputs, as for `when`) is a [Child] step's child run input,
+// e.g. `{"order": input.order_id, "total": steps.price.output.total}`.
+// Without it the child gets the parent run's input.
+func Input(expr string) WaitOption { return func(w *Wait) { w.Input = expr } }
+
+// Child makes the step start a run of workflow (a child workflow) and
+// complete with the child's output: the output of its final step (the one
+// no other step depends on), or, with several final steps, an object of
+// their outputs by step name. The step holds no worker slot while the
+// child runs. The child's failure fails the step (its retry policy, then
+// the dead-letter queue and the saga); [WaitTimeout] bounds how long it
+// waits (the child is then cancelled). Give the step a nil handler.
+func Child(workflow string, opts ...WaitOption) StepOption {
+	w := &Wait{Kind: WaitChild, Workflow: workflow}
+	for _, o := range opts {
+		if o != nil {
+			o(w)
+		}
+	}
+	return func(c *stepConfig) { cp := *w; c.wait = &cp }
+}
+
 // waitHandler is the handler of a wait step: the engine parks the step
 // instead of calling it.
 type waitHandler struct{}
@@ -136,6 +168,20 @@ func (w *Wait) check(v *validator, step string) {
 			v.add(step, ErrBadCondition, "step %q: correlate %q does not compile: %v", step, w.Correlate, err)
 		} else {
 			w.corr, w.refs = p, refs
+		}
+	case WaitChild:
+		if !names.Valid(w.Workflow) {
+			bad("child workflow %q: not a valid workflow name", w.Workflow)
+		}
+		if w.Event != "" || w.Correlate != "" {
+			bad("a child step takes no event or correlate")
+		}
+		if w.Input != "" {
+			if p, refs, err := compileValue(w.Input); err != nil {
+				v.add(step, ErrBadCondition, "step %q: child input %q does not compile: %v", step, w.Input, err)
+			} else {
+				w.input, w.refs = p, refs
+			}
 		}
 	case WaitSignal:
 		if w.Event != "" || w.Correlate != "" {
@@ -240,6 +286,24 @@ func CorrelationText(v any) (string, bool) {
 	return "", false
 }
 
+// ChildInput is the input of a WaitChild step's child run: the value of
+// its Input expression as JSON, or the parent run's input without one.
+// Errors wrap [ErrEvalCondition]: the data does not fit the step.
+func (w *Wait) ChildInput(ctx context.Context, input json.RawMessage, outputs map[string]json.RawMessage) (json.RawMessage, error) {
+	if w.input == nil {
+		return input, nil
+	}
+	v, err := evalValue(ctx, w.input, input, outputs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: child input %q: %v", ErrEvalCondition, w.Input, err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: child input %q: value %v (%T) is not JSON: %v", ErrEvalCondition, w.Input, v, v, err)
+	}
+	return raw, nil
+}
+
 // WakeAt is when a WaitSleep step that became ready at ready wakes: ready
 // plus Sleep, or the value of Until.
 func (w *Wait) WakeAt(ctx context.Context, ready time.Time, input json.RawMessage, outputs map[string]json.RawMessage) (time.Time, error) {
@@ -276,13 +340,15 @@ type WaitDefinition struct {
 	Timeout   string `json:"timeout,omitempty"`
 	Sleep     string `json:"sleep,omitempty"`
 	Until     string `json:"until,omitempty"`
+	Workflow  string `json:"workflow,omitempty"`
+	Input     string `json:"input,omitempty"`
 }
 
 func (w *Wait) definition() *WaitDefinition {
 	if w == nil {
 		return nil
 	}
-	d := &WaitDefinition{Kind: string(w.Kind), Event: w.Event, Correlate: w.Correlate, Until: w.Until}
+	d := &WaitDefinition{Kind: string(w.Kind), Event: w.Event, Correlate: w.Correlate, Until: w.Until, Workflow: w.Workflow, Input: w.Input}
 	if w.Timeout > 0 {
 		d.Timeout = w.Timeout.String()
 	}
@@ -313,6 +379,7 @@ func (d *WaitDefinition) option(workflow, step string) (StepOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Wait{Kind: WaitKind(d.Kind), Event: d.Event, Correlate: d.Correlate, Timeout: timeout, Sleep: sleep, Until: d.Until}
+	w := &Wait{Kind: WaitKind(d.Kind), Event: d.Event, Correlate: d.Correlate, Timeout: timeout, Sleep: sleep, Until: d.Until,
+		Workflow: d.Workflow, Input: d.Input}
 	return func(c *stepConfig) { cp := *w; c.wait = &cp }, nil
 }

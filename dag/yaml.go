@@ -321,6 +321,37 @@ func (l *loader) waitFor(n *yaml.Node, field string) StepOption {
 	return WaitFor(event, opts...)
 }
 
+// child reads a step's child: {workflow, input, timeout}.
+func (l *loader) child(n *yaml.Node, field string) StepOption {
+	if !l.Mapping(n, field, "a mapping with workflow, and optionally input and timeout") {
+		return nil
+	}
+	var (
+		workflow string
+		opts     []WaitOption
+	)
+	l.Fields(n, field, []string{"workflow", "input", "timeout"}, func(key string, _, v *yaml.Node) {
+		f := yamlwalk.Join(field, key)
+		switch key {
+		case "workflow":
+			workflow, _ = l.Str(v, f)
+		case "input":
+			if e, ok := l.Str(v, f); ok {
+				opts = append(opts, Input(e))
+			}
+		case "timeout":
+			if d, ok := l.Duration(v, f); ok {
+				opts = append(opts, WaitTimeout(d))
+			}
+		}
+	})
+	if workflow == "" {
+		l.Fail(n, yamlwalk.Join(field, "workflow"), fmt.Errorf("%w: a child step needs the workflow it starts", ErrMissingField))
+		return nil
+	}
+	return Child(workflow, opts...)
+}
+
 // stepNode remembers where a step was declared, to locate build errors.
 type stepNode struct {
 	name   string
@@ -451,7 +482,7 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		deps []string
 	)
 	known := append([]string{"name", "kind", "handler", "after", "needs", "when", "retry", "timeout", "compensate", "queue",
-		"wait_for", "sleep", "sleep_until", "concurrency", "rate_limit"}, httpFields...)
+		"wait_for", "sleep", "sleep_until", "concurrency", "rate_limit", "child"}, httpFields...)
 	l.Fields(n, path, known, func(key string, k, v *yaml.Node) {
 		d.fields[key] = v
 		f := path + "." + key
@@ -492,6 +523,10 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 			if o := l.waitFor(v, f); o != nil {
 				opts = append(opts, o)
 			}
+		case "child":
+			if o := l.child(v, f); o != nil {
+				opts = append(opts, o)
+			}
 		case "sleep":
 			if d, ok := l.Duration(v, f); ok {
 				opts = append(opts, Sleep(d))
@@ -515,10 +550,10 @@ func (l *loader) step(b *Builder, n *yaml.Node, path string) (stepNode, bool) {
 		l.Fail(n, path+".name", fmt.Errorf("%w: every step needs a name", ErrMissingField))
 		ok = false
 	}
-	waits := d.fields["wait_for"] != nil || d.fields["sleep"] != nil || d.fields["sleep_until"] != nil
+	waits := d.fields["wait_for"] != nil || d.fields["sleep"] != nil || d.fields["sleep_until"] != nil || d.fields["child"] != nil
 	if d.fields["handler"] == nil && hs.kindNode == nil && !waits {
-		// A wait or sleep step runs no handler.
-		l.Fail(n, path+".handler", fmt.Errorf("%w: every step needs a handler (or kind: http, wait_for, sleep or sleep_until)", ErrMissingField))
+		// A wait, sleep or child step runs no handler.
+		l.Fail(n, path+".handler", fmt.Errorf("%w: every step needs a handler (or kind: http, wait_for, sleep, sleep_until or child)", ErrMissingField))
 		ok = false
 	}
 	if !ok {

@@ -99,7 +99,7 @@ func TestLoadYAMLErrors(t *testing.T) {
 		{
 			name: "unknown step field", wantIs: dag.ErrUnknownField,
 			yaml:    head + "  - name: a\n    handler: order.ship\n    depends_on: [b]\n",
-			wantMsg: "dag: order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name kind handler after needs when retry timeout compensate queue wait_for sleep sleep_until concurrency rate_limit url method headers headers_from_env body max_response_bytes max_retry_after])",
+			wantMsg: "dag: order.yaml:5:5: steps[0].depends_on: unknown field (want one of [name kind handler after needs when retry timeout compensate queue wait_for sleep sleep_until concurrency rate_limit child url method headers headers_from_env body max_response_bytes max_retry_after])",
 		},
 		{
 			name: "unknown retry field", wantIs: dag.ErrUnknownField,
@@ -126,7 +126,7 @@ func TestLoadYAMLErrors(t *testing.T) {
 		},
 		{
 			name: "missing handler", wantIs: dag.ErrMissingField, yaml: head + "  - name: a\n",
-			wantMsg: `dag: order.yaml:3:5: steps[0].handler: missing field: every step needs a handler (or kind: http, wait_for, sleep or sleep_until)`,
+			wantMsg: `dag: order.yaml:3:5: steps[0].handler: missing field: every step needs a handler (or kind: http, wait_for, sleep, sleep_until or child)`,
 		},
 		{
 			name: "missing name", wantIs: dag.ErrMissingField, yaml: "steps:\n  - {name: a, handler: order.ship}\n",

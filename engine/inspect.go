@@ -28,6 +28,12 @@ func (e *Engine) Cancel(ctx context.Context, runID string) error {
 	}
 	e.metrics.runFinished(tr.Run, persistence.RunCancelled, e.clock.Now())
 	e.cancelLocal(runID)
+	e.runEnded(ctx, tr.Run)
+	// The run's unfinished children (and theirs) are cancelled too; a
+	// failure here leaves them running, and is returned.
+	if err := e.cancelChildren(ctx, runID); err != nil {
+		return fmt.Errorf("engine: cancel run %s: its child runs: %w", runID, err)
+	}
 	return nil
 }
 
@@ -39,6 +45,18 @@ type RunInfo struct {
 	// Actions are the operator actions on the run (retries, reruns,
 	// skips), oldest first, with who did them and when.
 	Actions []persistence.RunAction
+	// Children are the child runs its `child` steps started, by step,
+	// oldest first (Run.ParentRunID and Run.ParentStep name a child's
+	// parent).
+	Children []ChildRun
+}
+
+// ChildRun is a child run as its parent's RunInfo lists it.
+type ChildRun struct {
+	RunID    string
+	Workflow string
+	Step     string // the parent's step that started it
+	Status   persistence.RunStatus
 }
 
 // Output returns the run's result: a JSON object mapping each final step
@@ -92,10 +110,18 @@ func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
+	children, err := e.store.RunChildren(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
 	if err := errors.Join(e.decodeRun(ctx, &run), e.decodeSteps(ctx, sts), e.decodeAttempts(ctx, atts)); err != nil {
 		return RunInfo{}, err
 	}
-	return RunInfo{Run: run, Steps: sts, Attempts: atts, Actions: acts}, nil
+	ri := RunInfo{Run: run, Steps: sts, Attempts: atts, Actions: acts}
+	for _, c := range children {
+		ri.Children = append(ri.Children, ChildRun{RunID: c.ID, Workflow: c.Workflow, Step: c.ParentStep, Status: c.Status})
+	}
+	return ri, nil
 }
 
 // Wait blocks until the run is finished (succeeded, compensated, failed or

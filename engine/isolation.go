@@ -64,7 +64,7 @@ func (e *Engine) handlesCompensation(workflow, step string) bool {
 		return false
 	}
 	s := w.Step(step)
-	return s != nil && s.Compensation != nil
+	return compensable(s)
 }
 
 // bindNamespace binds the Redis prefix to the store (Start, and every

@@ -110,6 +110,7 @@ func (e *Engine) stepSucceeded(ctx context.Context, ex *execution, res persisten
 	if cres.RunFinished {
 		e.metrics.runFinished(res.Run, persistence.RunSucceeded, cres.Step.UpdatedAt)
 		log.Info("run succeeded")
+		e.runEnded(ctx, res.Run)
 	}
 	if cres.RunStatus == persistence.RunCompensating {
 		// The run began compensating while this step ran: its success
@@ -136,6 +137,7 @@ func (e *Engine) stepSkipped(ctx context.Context, ex *execution, res persistence
 	e.metrics.stepFinished(res.Run.Workflow, ex.step, metricSkipped)
 	if cres.RunFinished {
 		e.metrics.runFinished(res.Run, persistence.RunSucceeded, cres.Step.UpdatedAt)
+		e.runEnded(ctx, res.Run)
 	}
 	log.Info("step skipped", "reason", why)
 	if cres.RunStatus == persistence.RunCompensating {
@@ -217,6 +219,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		// StepFail failed the run unless it had stopped running
 		// meanwhile (cancelled, or another step dead first).
 		e.metrics.runFinished(res.Run, persistence.RunFailed, now)
+		e.runEnded(ctx, res.Run)
 	}
 	log.Warn("step dead-lettered", "err", firstLine(herr), "run_status", p.DeadRunStatus)
 	if p.DeadRunStatus == persistence.RunCompensating {
@@ -233,7 +236,7 @@ func (e *Engine) needsCompensation(ctx context.Context, runID, dead string, w *d
 	}
 	any := false
 	for _, s := range w.Steps() {
-		if s.Compensation != nil {
+		if compensable(s) {
 			any = true
 			break
 		}
@@ -247,7 +250,7 @@ func (e *Engine) needsCompensation(ctx context.Context, runID, dead string, w *d
 	}
 	for _, s := range sts {
 		d := w.Step(s.Step)
-		if s.Step != dead && d != nil && d.Compensation != nil && (s.Status == persistence.StepSucceeded || s.Status == persistence.StepRunning) {
+		if s.Step != dead && compensable(d) && (s.Status == persistence.StepSucceeded || s.Status == persistence.StepRunning) {
 			return true
 		}
 	}

@@ -63,6 +63,9 @@ type ReconcileResult struct {
 	// Parked counts the parked steps whose time came: sleeps completed,
 	// waits timed out.
 	Parked ParkedResult
+	// ChildrenResolved counts the parked `child` steps whose ended child
+	// the pass found unresolved (its node crashed before resolving them).
+	ChildrenResolved int
 	// EventsDispatched counts committed events of PublishTx whose runs
 	// this pass enqueued.
 	EventsDispatched int
@@ -94,6 +97,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileResult, error) {
 		r.Parked = parked
 		if err != nil {
 			return r, fmt.Errorf("engine: reconcile: parked steps: %w", err)
+		}
+		if r.ChildrenResolved, err = e.resolveChildren(ctx); err != nil {
+			return r, fmt.Errorf("engine: reconcile: child runs: %w", err)
 		}
 	}
 	n, err := e.dispatchOutbox(ctx)

@@ -89,6 +89,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 		} else if err == nil {
 			e.metrics.runFinished(tr.Run, persistence.RunFailed, e.clock.Now())
 			log.Warn("run failed: a compensation dead-lettered", "steps", failed)
+			e.runEnded(ctx, tr.Run)
 		}
 		return
 	}
@@ -128,6 +129,7 @@ func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 	if err == nil {
 		e.metrics.runFinished(tr.Run, persistence.RunCompensated, e.clock.Now())
 		log.Info("run compensated")
+		e.runEnded(ctx, tr.Run)
 	} else if !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
 		log.Warn("saga: marking run compensated failed", "err", err)
 	}
@@ -140,9 +142,9 @@ func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res per
 	switch {
 	case sdef == nil:
 		return fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ex.step, e.cfg.NodeID)
-	case sdef.Compensation == nil:
+	case !compensable(sdef):
 		return steps.Permanent(fmt.Errorf("step %q has no compensation", ex.step))
-	case !sdef.HasCompensationHandler():
+	case sdef.Compensation != nil && !sdef.HasCompensationHandler():
 		// The run's version has a compensation this node's lacks. The
 		// claim refuses such a step (handlesCompensation), so this is
 		// only a registration racing the claim: try again.
@@ -156,6 +158,9 @@ func (e *Engine) compensationRefused(ctx context.Context, ex *execution, res per
 // executeCompensation runs a compensation's handler, with the step's
 // outputs, under the step's timeout and heartbeat.
 func (e *Engine) executeCompensation(ctx context.Context, ex *execution, res persistence.StepClaimResult, sdef *dag.Step, log *slog.Logger) error {
+	if isChild(sdef) {
+		return e.compensateChild(ctx, ex, res, sdef, log)
+	}
 	_, err := e.execute(ctx, ex, sdef.Compensation, sdef.Timeout, handlerContext(res, true, log))
 	return err
 }
@@ -177,7 +182,7 @@ func sagaStateOf(w *dag.Workflow, sts []persistence.StepRun) sagaState {
 		switch s.Status {
 		case persistence.StepSucceeded:
 			st.completed[s.Step] = true
-			if d == nil || d.Compensation == nil {
+			if !compensable(d) {
 				st.compensated[s.Step] = true // nothing to undo
 			}
 		case persistence.StepCompensating:

@@ -32,6 +32,7 @@ type triggerOptions struct {
 	tick     *time.Time
 	created  *bool
 	eventRun bool // the run of an event: its key may be EventRunKey's
+	childRun bool // a child run: its key is ChildRunKey's
 	priority int
 }
 
@@ -96,7 +97,7 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if !o.eventRun && strings.HasPrefix(o.key, "event:") {
+	if !o.eventRun && strings.HasPrefix(o.key, "event:") || !o.childRun && strings.HasPrefix(o.key, childKeyPrefix) {
 		return persistence.RunCreateParams{}, fmt.Errorf("%w: %q", ErrReservedKey, o.key)
 	}
 	if o.priority < MinPriority || o.priority > MaxPriority {

@@ -68,6 +68,12 @@ func (e *Engine) park(ctx context.Context, ex *execution, res persistence.StepCl
 			return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
 		}
 		p.Kind, p.DueAt = persistence.WaitSleep, &at
+	case dag.WaitChild:
+		child, err := e.childParams(eval, res, sc, wt)
+		if err != nil {
+			return e.stepFailed(ctx, ex, res, sdef, w, err, log)
+		}
+		p.Kind, p.Child = persistence.WaitChild, &child
 	}
 	if wt.Kind != dag.WaitSleep && wt.Timeout > 0 {
 		due := now.Add(wt.Timeout)
@@ -88,6 +94,9 @@ func (e *Engine) park(ctx context.Context, ex *execution, res persistence.StepCl
 	e.stats.stepsParked.Add(1)
 	e.tracer.outcome(ctx, "parked", nil)
 	log.Info("step parked", "kind", string(p.Kind), "event", p.Event, "correlation", p.Correlation, "due_at", p.DueAt)
+	if pres.Child != nil {
+		e.childStarted(ctx, *pres.Child, log)
+	}
 	if p.DueAt != nil {
 		e.timer.wake(*p.DueAt)
 	}
@@ -170,6 +179,9 @@ func (e *Engine) afterResolved(ctx context.Context, results []persistence.StepCo
 				}
 			}
 		}
+		if r.RunFinished && r.RunParentID != "" {
+			e.childFinished(ctx, r.Step.RunID)
+		}
 		if r.RunStatus == persistence.RunCompensating {
 			e.advanceSaga(ctx, r.Step.RunID)
 		}
@@ -239,6 +251,24 @@ func (e *Engine) wakeParked(ctx context.Context, now time.Time) (ParkedResult, t
 // or compensates the run. It reports false when the step was resolved
 // first.
 func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.Time) (bool, error) {
+	herr := fmt.Errorf("wait for %s timed out at %s", waitWhat(wt), wt.DueAt.UTC().Format(time.RFC3339Nano))
+	ok, err := e.failParked(ctx, wt, herr, true, now)
+	if ok && wt.Kind == persistence.WaitChild {
+		// The step gave up on its child: stop it (a retry starts another).
+		if err := e.Cancel(ctx, wt.ChildRunID); err != nil && !errors.Is(err, persistence.ErrRunFinished) {
+			e.log.Warn("child run: cancel after its parent step timed out failed", "run_id", wt.ChildRunID, "err", err)
+		}
+	}
+	return ok, err
+}
+
+// failParked fails a parked step with herr through the retry policy of
+// its run's plan: a retry is enqueued for its due time (its claim parks
+// the step again), a dead letter fails or compensates the run. It reports
+// false when the step was resolved first. timedOut says herr is the wait's
+// timeout: the store then fails the step only while its wait row is due
+// (a stale timer pass fails no re-parked retry).
+func (e *Engine) failParked(ctx context.Context, wt persistence.StepWait, herr error, timedOut bool, now time.Time) (bool, error) {
 	run, err := e.store.RunGet(ctx, wt.RunID)
 	if err != nil {
 		return false, err
@@ -259,8 +289,7 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	if sdef != nil {
 		policy = sdef.Retry
 	}
-	herr := fmt.Errorf("wait for %s timed out at %s", waitWhat(wt), wt.DueAt.UTC().Format(time.RFC3339Nano))
-	p := persistence.StepFailParams{RunID: wt.RunID, Step: wt.Step, Parked: true, TimedOut: true, Error: e.encodeError(ctx, herr.Error()), Now: now}
+	p := persistence.StepFailParams{RunID: wt.RunID, Step: wt.Step, Parked: true, TimedOut: timedOut, Error: e.encodeError(ctx, herr.Error()), Now: now}
 	if p.RetryAt = e.retryAt(policy, st.Attempt, st.MaxAttempts, herr, now); p.RetryAt == nil {
 		p.DeadRunStatus = persistence.RunFailed
 		p.DeadRunError = e.encodeError(ctx, fmt.Sprintf("step %q dead after %d attempt(s): %s", wt.Step, st.Attempt, herr))
@@ -270,9 +299,9 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	}
 	sr, err := e.store.StepFail(ctx, p)
 	if errors.Is(err, persistence.ErrFenceMismatch) {
-		// An event or a signal came first, or another node timed the
-		// wait out and its retry parked it again with a later deadline
-		// (wt is then stale, and so may be st).
+		// An event, a signal or the child came first, or another node
+		// timed the wait out and its retry parked it again with a later
+		// deadline (wt is then stale, and so may be st).
 		return false, nil
 	}
 	if err != nil {
@@ -282,7 +311,7 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	log := e.log.With("run_id", wt.RunID, "workflow", wt.Workflow, "step", wt.Step, "attempt", st.Attempt)
 	if p.RetryAt != nil {
 		e.metrics.stepRetried(wt.Workflow, wt.Step)
-		log.Warn("wait timed out; retrying", "retry_at", p.RetryAt)
+		log.Warn("parked step failed; retrying", "err", herr, "retry_at", p.RetryAt)
 		e.enqueue(sr.Queue, taskRef{RunID: wt.RunID, Step: wt.Step, Attempt: st.Attempt + 1}.String(), *p.RetryAt, sr.Priority)
 		return true, nil
 	}
@@ -290,8 +319,9 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 	e.metrics.stepFinished(wt.Workflow, wt.Step, metricDead)
 	if p.DeadRunStatus == persistence.RunFailed && run.Status == persistence.RunRunning {
 		e.metrics.runFinished(run, persistence.RunFailed, now)
+		e.runEnded(ctx, run)
 	}
-	log.Warn("wait timed out; step dead-lettered", "run_status", p.DeadRunStatus)
+	log.Warn("parked step failed; step dead-lettered", "err", herr, "run_status", p.DeadRunStatus)
 	if p.DeadRunStatus == persistence.RunCompensating {
 		e.advanceSaga(ctx, wt.RunID)
 	}
@@ -299,6 +329,9 @@ func (e *Engine) timeOut(ctx context.Context, wt persistence.StepWait, now time.
 }
 
 func waitWhat(wt persistence.StepWait) string {
+	if wt.Kind == persistence.WaitChild {
+		return "child run " + wt.ChildRunID
+	}
 	if wt.Kind == persistence.WaitEvent {
 		return fmt.Sprintf("event %q (correlation %q)", wt.Event, wt.Correlation)
 	}

@@ -234,6 +234,9 @@ const (
 	// wfEvented is e1 -> e2 (e1 compensates), started by every
 	// "fault.order" event (events_test.go).
 	wfEvented = "evented"
+	// wfParent is one child step, sub, starting a crashy run with the
+	// parent's input (child_test.go).
+	wfParent = "parent"
 	evOrder   = "fault.order"
 	// wfParked is a (compensated), then four parked steps side by side:
 	// nap sleeps parkedNap, alarm sleeps until input.wake_at, paid waits
@@ -317,7 +320,13 @@ func workflows(h *handlers) ([]*dag.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*dag.Workflow{chain, crashy, typed, evented, limited, parked, parkedShort}, nil
+	parent, err := dag.New(wfParent, dag.DefaultRetry(retry)).
+		Step("sub", nil, dag.Child(wfCrashy)).
+		Build()
+	if err != nil {
+		return nil, err
+	}
+	return []*dag.Workflow{chain, crashy, typed, evented, limited, parked, parkedShort, parent}, nil
 }
 
 // parkedWorkflow builds wfParked's shape, its wait for evPaid timing out

@@ -26,6 +26,10 @@ type Run struct {
 	Priority int
 	// PausedAt is set while the run is paused: no new step of it starts.
 	PausedAt *time.Time
+	// ParentRunID and ParentStep name the `child` step of the parent run
+	// that started this run (a child workflow); empty for other runs.
+	ParentRunID string
+	ParentStep  string
 }
 
 // QueuePause is a paused queue.

@@ -28,6 +28,10 @@ type Store interface {
 	RunCreateMany(ctx context.Context, p RunCreateManyParams) ([]RunCreateOutcome, error)
 	// RunGet returns one run, or ErrRunNotFound.
 	RunGet(ctx context.Context, id string) (Run, error)
+	// RunChildren returns the child runs a run's `child` steps started
+	// (Run.ParentRunID is runID), by step, oldest first; an unknown run
+	// has none.
+	RunChildren(ctx context.Context, runID string) ([]Run, error)
 	// RunList lists runs, newest first, with filters and a cursor.
 	RunList(ctx context.Context, p RunListParams) (RunPage, error)
 	// RunTransition moves a run to p.To if its status is one of p.From.
@@ -158,12 +162,17 @@ type Store interface {
 	StepReleaseLeases(ctx context.Context, p StepReleaseLeasesParams) ([]StepRun, error)
 	// StepListDead lists dead steps (the dead-letter queue), newest first.
 	StepListDead(ctx context.Context, p StepListDeadParams) (StepPage, error)
-	// StepPark parks the fence holder's step (a wait or a sleep): it
-	// becomes parked, holding no lease, with a wait row saying what ends
-	// it. A WaitEvent step whose event was published within the lookback
+	// StepPark parks the fence holder's step (a wait, a sleep or a
+	// child): it becomes parked, holding no lease, with a wait row saying
+	// what ends it. A WaitChild park creates its child run (p.Child) in
+	// the same transaction. A WaitEvent step whose event was published within the lookback
 	// window is not parked: the result's Matched is that event. A stale
 	// fence gives ErrFenceMismatch.
 	StepPark(ctx context.Context, p StepParkParams) (StepParkResult, error)
+	// StepListChildDone lists up to limit parked `child` steps whose
+	// child run is finished (succeeded, failed, cancelled or
+	// compensated): the ones whose resolution a crash interrupted.
+	StepListChildDone(ctx context.Context, limit int) ([]StepWait, error)
 	// StepWaitGet returns a parked step's wait, or ErrStepNotFound when
 	// the step is not parked.
 	StepWaitGet(ctx context.Context, runID, step string) (StepWait, error)
@@ -466,6 +475,10 @@ type RunCreateParams struct {
 	// Priority is the run's priority, MinPriority..MaxPriority; 0 is the
 	// default.
 	Priority int
+	// ParentRunID and ParentStep name the parent run's `child` step that
+	// starts this run (a child workflow); both empty for other runs.
+	ParentRunID string
+	ParentStep  string
 }
 
 // The range of a run's priority (RunCreateParams.Priority): within a
@@ -576,6 +589,10 @@ type RunTransitionParams struct {
 	// steps to cancelled in the same transaction (for compensating and
 	// cancelled).
 	CancelPendingSteps bool
+	// Undo allows one move out of a terminal status: succeeded ->
+	// compensating, for a child run whose parent compensates (From must
+	// hold succeeded). Its finish time is cleared.
+	Undo bool
 }
 
 // RunTransitionResult is what Store.RunTransition returns.
@@ -642,7 +659,9 @@ type RunDeleteFinishedParams struct {
 type RunDeleteFinishedResult struct {
 	// RunIDs are the runs deleted, oldest finish first.
 	RunIDs []string
-	// Kept counts the runs read and kept because they have a dead step.
+	// Kept counts the runs read and kept because they have a dead step,
+	// or are child runs whose parent run is kept (a child goes with its
+	// parent's batch, or the first sweep after it).
 	Kept int
 	// Rows deleted with the runs, by table.
 	Steps, Attempts, EventLinks, Events, ScheduleTicks int
@@ -771,6 +790,9 @@ type StepCompleteResult struct {
 	Ready []StepRun // downstream steps this completion queued
 	// RunFinished is true when this completion moved the run to succeeded.
 	RunFinished bool
+	// RunParentID is the finished run's parent run (RunFinished, and the
+	// run is a child workflow): its `child` step is to be resolved.
+	RunParentID string
 	// RunStatus is the run's status after the completion (a forward
 	// completion of a compensating run needs the saga's attention).
 	RunStatus RunStatus
@@ -881,10 +903,14 @@ const (
 	WaitSignal WaitKind = "signal"
 	// WaitSleep waits until its due time (a durable timer).
 	WaitSleep WaitKind = "sleep"
+	// WaitChild waits for its child run (StepParkParams.Child) to finish.
+	WaitChild WaitKind = "child"
 )
 
 // Valid reports whether k is one of the defined wait kinds.
-func (k WaitKind) Valid() bool { return k == WaitEvent || k == WaitSignal || k == WaitSleep }
+func (k WaitKind) Valid() bool {
+	return k == WaitEvent || k == WaitSignal || k == WaitSleep || k == WaitChild
+}
 
 // StepParkParams are the arguments of Store.StepPark.
 type StepParkParams struct {
@@ -898,6 +924,10 @@ type StepParkParams struct {
 	// DueAt is when a sleep wakes, or a wait times out; nil for a wait
 	// without a timeout (a sleep must have one).
 	DueAt *time.Time
+	// Child, for a WaitChild step, is the child run to create in the
+	// park's transaction (its ParentRunID and ParentStep are RunID and
+	// Step); an existing run with its idempotency key is taken instead.
+	Child *RunCreateParams
 	// EventsSince, for a WaitEvent step, is the start of the lookback
 	// window: the newest event of (Event, Correlation) published at or
 	// after it is matched at once.
@@ -914,6 +944,9 @@ type StepParkResult struct {
 	// completes it: nothing was parked, and the caller completes the step
 	// with the event's payload under its fence.
 	Matched *Event
+	// Child is the child run of a WaitChild park (Created false when it
+	// existed), to be dispatched once the park committed.
+	Child *RunCreateResult
 }
 
 // StepWait is one parked step's wait (Store.StepListParkedDue).
@@ -924,8 +957,10 @@ type StepWait struct {
 	Kind        WaitKind
 	Event       string
 	Correlation string
-	DueAt       *time.Time
-	CreatedAt   time.Time
+	// ChildRunID is the child run a WaitChild step waits for.
+	ChildRunID string
+	DueAt      *time.Time
+	CreatedAt  time.Time
 }
 
 // RunReopenParams are the arguments of Store.RunReopen.

@@ -84,6 +84,27 @@ type RunDetail struct {
 	// Output is the run's result: its output when it succeeded, else an
 	// object mapping each final step that succeeded to its output.
 	Output json.RawMessage `json:"output"`
+	// Parent is the run and `child` step that started this run (a child
+	// workflow); nil for other runs.
+	Parent *RunParent `json:"parent,omitempty"`
+	// Children are the child runs this run's `child` steps started, by
+	// step, oldest first.
+	Children []ChildRun `json:"children"`
+}
+
+// RunParent names the parent of a child run.
+type RunParent struct {
+	RunID string `json:"run_id"`
+	Step  string `json:"step"`
+}
+
+// ChildRun is a child run as its parent's RunDetail lists it.
+type ChildRun struct {
+	RunID    string `json:"run_id"`
+	Workflow string `json:"workflow"`
+	// Step is the parent's step that started it.
+	Step   string `json:"step"`
+	Status string `json:"status"`
 }
 
 // RunList is one page of runs, newest first.

@@ -120,7 +120,7 @@ func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, 
 		"Input": prettyJSON(input), "Output": prettyJSON(output), "LiveRun": run.ID,
 		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
 		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
-		"History": ri.Actions, "Form": form,
+		"History": ri.Actions, "Form": form, "Children": ri.Children,
 	}
 	d.render(w, r, s, status, "run", "Run "+shorten(run.ID, 13), data)
 	return nil

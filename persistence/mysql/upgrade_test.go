@@ -66,6 +66,8 @@ var laterColumns = []laterColumn{
 	{15, "schedules", "owner", "VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'code'"},
 	{15, "schedules", "deleted", "BOOLEAN NOT NULL DEFAULT FALSE"},
 	{15, "schedules", "changed_at", "DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00.000000'"},
+	{16, "workflow_runs", "parent_run_id", "VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"},
+	{16, "workflow_runs", "parent_step", "VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"},
 	{13, "step_waits", "", `CREATE TABLE step_waits (run_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
 		step VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, PRIMARY KEY (run_id, step))`},
 }

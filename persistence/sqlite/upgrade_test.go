@@ -44,6 +44,8 @@ func atVersion(t *testing.T, version int64) (*sqlite.Store, func() error) {
 		{14, "schedules", "owner", "TEXT NOT NULL DEFAULT 'code'"},
 		{14, "schedules", "deleted", "INTEGER NOT NULL DEFAULT 0"},
 		{14, "schedules", "changed_at", "TEXT NOT NULL DEFAULT '1970-01-01 00:00:00.000000'"},
+		{15, "workflow_runs", "parent_run_id", "TEXT NOT NULL DEFAULT ''"},
+		{15, "workflow_runs", "parent_step", "TEXT NOT NULL DEFAULT ''"},
 	}
 	var drops []string
 	for _, c := range later {

@@ -160,7 +160,7 @@ var lockedSizedCols = strings.Replace(stepCols, " output,", fmt.Sprintf(" CASE W
 // of each step's output (and the small ones: lockedSizedCols).
 func (s *Store) lockForCompletion(ctx context.Context, q querier, runIDs []string, wholeRuns bool) (*completionBatch, error) {
 	var locked []runRow
-	cols, stepCols := "id, status, paused_at", lockedStepCols
+	cols, stepCols := "id, status, paused_at, parent_run_id", lockedStepCols
 	if wholeRuns {
 		cols = runCols // a claimed step needs its run's input
 		stepCols = lockedSizedCols
@@ -310,6 +310,7 @@ func (b *completionBatch) finishRuns(out []persistence.StepCompleteOutcome) []st
 			finished = append(finished, runID)
 			b.runStatus[runID] = string(persistence.RunSucceeded)
 			out[i].Result.RunFinished = true
+			out[i].Result.RunParentID = b.runs[runID].ParentRunID
 		}
 	}
 	for i := range out {

@@ -103,6 +103,11 @@ func (s *Store) checkRunCreate(p persistence.RunCreateParams) error {
 			return err
 		}
 	}
+	if p.ParentRunID != "" || p.ParentStep != "" {
+		if err := stepRef(p.ParentRunID, p.ParentStep); err != nil {
+			return fmt.Errorf("parent: %w", err)
+		}
+	}
 	return s.validJSON("input", p.Input)
 }
 
@@ -155,6 +160,8 @@ func runRecord(p persistence.RunCreateParams) persistence.Run {
 		StartedAt:      startedAt,
 		UpdatedAt:      now,
 		Priority:       p.Priority,
+		ParentRunID:    p.ParentRunID,
+		ParentStep:     p.ParentStep,
 	}
 	if len(p.Metadata) == 0 {
 		run.Metadata = nil
@@ -333,7 +340,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 		r, md := plan.run, plan.metadata
 		runs[i] = []any{r.ID, r.Workflow, r.Version, string(r.Status), nullBytes(r.Input), nil, nil, nullString(r.IdempotencyKey),
 			nullBytes(md), r.Schedule, s.tp(r.ScheduledTick), s.t(r.StartAt), s.t(r.CreatedAt),
-			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt), r.Definition, r.Priority, nil}
+			s.tp(r.StartedAt), nil, s.t(r.UpdatedAt), r.Definition, r.Priority, nil, r.ParentRunID, r.ParentStep}
 		for j, st := range plan.steps {
 			if st.Status == persistence.StepWaiting && st.Attempt == 0 && st.Fence == "" &&
 				st.LeaseExpiresAt == nil && st.QueuedAt == nil && st.StartedAt == nil {
@@ -358,7 +365,7 @@ func (s *Store) insertRunsStmts(plans []runPlan) []stmt {
 		}
 	}
 	// Runs first (their steps refer to them), in one round trip on MySQL.
-	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
+	stmts := valuesStmts(`INSERT INTO workflow_runs (`+runCols+`) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "", runs)
 	stmts = append(stmts, valuesStmts(`INSERT INTO step_runs (run_id, step, seq, workflow, queue, status, deps, dependents,
 		attempt, max_attempts, pending_deps, comp_attempt, fence, lease_expires_at, queued_at, started_at, updated_at,
 		worker, claimed_at, priority) VALUES `, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)", "", steps)...)

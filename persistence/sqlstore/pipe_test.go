@@ -253,12 +253,12 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 			output LONGBLOB NULL, error TEXT NULL, idempotency_key VARCHAR(255) NULL, metadata LONGBLOB NULL,
 			schedule VARCHAR(64), scheduled_tick DATETIME(6) NULL, start_at DATETIME(6), created_at DATETIME(6),
 			started_at DATETIME(6) NULL, finished_at DATETIME(6) NULL, updated_at DATETIME(6), definition VARCHAR(64),
-			priority INT, paused_at DATETIME(6) NULL)`,
+			priority INT, paused_at DATETIME(6) NULL, parent_run_id VARCHAR(64), parent_step VARCHAR(64))`,
 		`INSERT INTO r VALUES ('a', 'wf', 2, 'succeeded', '{"n":1}', '{"ok":true}', 'boom', 'key', '{"m":"v"}', 'every',
 			'2030-01-01 00:00:00.000001', '2030-01-01 00:00:01', '2030-01-01 00:00:02', '2030-01-01 00:00:03',
-			'2030-01-01 00:00:04', '2030-01-01 00:00:05.123456', 'a1b2c3d4e5f60718', 3, '2030-01-01 00:00:06')`,
+			'2030-01-01 00:00:04', '2030-01-01 00:00:05.123456', 'a1b2c3d4e5f60718', 3, '2030-01-01 00:00:06', 'p', 'pay')`,
 		`INSERT INTO r VALUES ('b', 'wf', 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
-			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL)`,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL, '', '')`,
 		`CREATE TABLE s (run_id VARCHAR(64), step VARCHAR(64), seq INT, workflow VARCHAR(64), queue VARCHAR(64),
 			status VARCHAR(32), deps TEXT, dependents TEXT, attempt INT, max_attempts INT, pending_deps INT,
 			comp_attempt INT, fence VARCHAR(64), lease_expires_at DATETIME(6) NULL, next_attempt_at DATETIME(6) NULL,
@@ -298,7 +298,7 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 		t.Errorf("run rows:\nfast %+v\nsqlx %+v", runsFast, runsSqlx)
 	}
 	if !runsFast[0].FinishedAt.Valid || string(runsFast[0].Metadata) != `{"m":"v"}` || runsFast[1].Error.Valid ||
-		runsFast[0].Definition != "a1b2c3d4e5f60718" {
+		runsFast[0].Definition != "a1b2c3d4e5f60718" || runsFast[0].ParentRunID != "p" || runsFast[0].ParentStep != "pay" {
 		t.Errorf("run rows not read as stored: %+v", runsFast)
 	}
 	var stepsFast, stepsSqlx []stepRow
@@ -315,7 +315,7 @@ func TestScanFastPathsMatchSqlx(t *testing.T) {
 	// before it in dest, none half filled.
 	for _, q := range []string{
 		`INSERT INTO r VALUES ('c', NULL, 1, 'pending', NULL, NULL, NULL, NULL, NULL, '', NULL,
-			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL)`,
+			'2030-01-01 00:00:01', '2030-01-01 00:00:02', NULL, NULL, '2030-01-01 00:00:05', '', 0, NULL, '', '')`,
 		`INSERT INTO s VALUES ('c', 'ship', 3, NULL, 'q', 'waiting', '', '', 0, 3, 1, 0, '',
 			NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2030-01-01 00:00:06', '', NULL, 0, 0)`,
 	} {

@@ -27,6 +27,7 @@ type finishedRow struct {
 	FinishedAt    dbTime   `db:"finished_at"`
 	Schedule      string   `db:"schedule"`
 	ScheduledTick nullTime `db:"scheduled_tick"`
+	ParentRunID   string   `db:"parent_run_id"`
 }
 
 // retentionRead is the query of a batch's finished runs; lock adds the
@@ -34,7 +35,7 @@ type finishedRow struct {
 // it).
 func (s *Store) retentionRead(p persistence.RunDeleteFinishedParams, lock bool) (Query, error) {
 	before, limit := s.t(norm(p.Before)), clampLimit(p.Limit, 1000, 10000)
-	q := Query{Name: "RunDeleteFinished", SQL: `SELECT id, finished_at, schedule, scheduled_tick FROM workflow_runs` +
+	q := Query{Name: "RunDeleteFinished", SQL: `SELECT id, finished_at, schedule, scheduled_tick, parent_run_id FROM workflow_runs` +
 		s.d.useIndex("idx_runs_finished_id") + ` WHERE finished_at < ?`, Args: []any{before}}
 	if p.Cursor != "" {
 		parts, err := decodeCursor(p.Cursor, 2)
@@ -69,6 +70,13 @@ func (s *Store) retentionRead(p persistence.RunDeleteFinishedParams, lock bool) 
 func (s *Store) deadOf(ids []any) Query {
 	return Query{Name: "RunDeleteFinished/dead", SQL: `SELECT run_id FROM step_runs` + s.d.ByPrimaryKey + ` WHERE run_id IN (` + in(len(ids)) +
 		`) GROUP BY run_id HAVING MAX(CASE WHEN status = 'dead' THEN 1 ELSE 0 END) = 1`, Args: ids}
+}
+
+// parentsOf reads which of the batch's child runs' parents exist, by
+// primary key: a child is kept while its parent is (deleted with it, or
+// by the first sweep after it).
+func parentsOf(parents []any) Query {
+	return Query{Name: "RunDeleteFinished/parents", SQL: `SELECT id FROM workflow_runs WHERE id IN (` + in(len(parents)) + `)`, Args: parents}
 }
 
 // attemptsOf reads the ids of the batch's attempts through
@@ -172,6 +180,40 @@ func (s *Store) retentionBatch(ctx context.Context, q querier, p persistence.Run
 	dead := make(map[string]bool, len(deadRows))
 	for _, d := range deadRows {
 		dead[d.RunID] = true
+	}
+	// A child whose parent exists, and is not deleted by this batch, is
+	// kept: the parent's Get and compensation still need it.
+	deleting := make(map[string]bool, len(rows))
+	var parents []any
+	for _, r := range rows {
+		if !dead[r.ID] {
+			deleting[r.ID] = true
+		}
+		if r.ParentRunID != "" {
+			parents = append(parents, r.ParentRunID)
+		}
+	}
+	if len(parents) > 0 {
+		var exist []struct {
+			ID string `db:"id"`
+		}
+		pq := parentsOf(parents)
+		if err := s.selectAll(ctx, q, &exist, pq.SQL, pq.Args...); err != nil {
+			return err
+		}
+		exists := make(map[string]bool, len(exist))
+		for _, e := range exist {
+			exists[e.ID] = true
+		}
+		// Until nothing changes: a kept child keeps its own children.
+		for changed := true; changed; {
+			changed = false
+			for _, r := range rows {
+				if r.ParentRunID != "" && exists[r.ParentRunID] && !deleting[r.ParentRunID] && deleting[r.ID] {
+					dead[r.ID], deleting[r.ID], changed = true, false, true
+				}
+			}
+		}
 	}
 	res.Kept = len(dead)
 	var del []any
@@ -280,7 +322,7 @@ func (s *Store) RetentionQueries(now time.Time) []Query {
 	}
 	evs := []any{"ev00001", "ev00002"}
 	attempts := []any{int64(1), int64(2), int64(3)}
-	qs := []Query{first, next, s.deadOf(ids), eventsOf(ids), s.eventsGone(evs, ids, now), s.attemptsOf(ids)}
+	qs := []Query{first, next, s.deadOf(ids), parentsOf(ids), eventsOf(ids), s.eventsGone(evs, ids, now), s.attemptsOf(ids)}
 	return append(qs, s.batchDeletes(ids, attempts, evs, map[string][]any{"nightly": {s.t(now.Add(-time.Hour)), s.t(now)}})...)
 }
 

@@ -84,7 +84,8 @@ func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionPa
 		if err != nil {
 			return err
 		}
-		if run.Status.Terminal() {
+		undo := p.Undo && run.Status == persistence.RunSucceeded && p.To == persistence.RunCompensating
+		if run.Status.Terminal() && !undo {
 			return fmt.Errorf("%w: run %s is %s", persistence.ErrRunFinished, run.ID, run.Status)
 		}
 		if len(p.From) > 0 && !slices.Contains(p.From, run.Status) {
@@ -103,6 +104,8 @@ func (s *Store) RunTransition(ctx context.Context, p persistence.RunTransitionPa
 		}
 		if p.To.Terminal() {
 			run.FinishedAt = &now
+		} else if undo {
+			run.FinishedAt = nil
 		}
 		if _, err := s.exec(ctx, q, `UPDATE workflow_runs SET status = ?, output = ?, error = ?, started_at = ?,
 			finished_at = ?, updated_at = ? WHERE id = ?`,

@@ -81,7 +81,7 @@ func (t nullTime) Value() (driver.Value, error) {
 	return t.T, nil
 }
 
-const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition, priority, paused_at"
+const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition, priority, paused_at, parent_run_id, parent_step"
 
 type runRow struct {
 	ID             string         `db:"id"`
@@ -103,6 +103,8 @@ type runRow struct {
 	Definition     string         `db:"definition"`
 	Priority       int            `db:"priority"`
 	PausedAt       nullTime       `db:"paused_at"`
+	ParentRunID    string         `db:"parent_run_id"`
+	ParentStep     string         `db:"parent_step"`
 }
 
 var runColList = strings.Split(runCols, ", ")
@@ -115,7 +117,8 @@ func scanRunRows(rows *sql.Rows, dest *[]runRow) error {
 		r := &(*dest)[len(*dest)-1]
 		if err := rows.Scan(&r.ID, &r.Workflow, &r.Version, &r.Status, &r.Input, &r.Output, &r.Error,
 			&r.IdempotencyKey, &r.Metadata, &r.Schedule, &r.ScheduledTick, &r.StartAt, &r.CreatedAt,
-			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Definition, &r.Priority, &r.PausedAt); err != nil {
+			&r.StartedAt, &r.FinishedAt, &r.UpdatedAt, &r.Definition, &r.Priority, &r.PausedAt,
+			&r.ParentRunID, &r.ParentStep); err != nil {
 			*dest = (*dest)[:len(*dest)-1]
 			return err
 		}
@@ -143,6 +146,8 @@ func (r runRow) record() (persistence.Run, error) {
 		UpdatedAt:      r.UpdatedAt.T,
 		Priority:       r.Priority,
 		PausedAt:       r.PausedAt.ptr(),
+		ParentRunID:    r.ParentRunID,
+		ParentStep:     r.ParentStep,
 	}
 	if len(r.Metadata) > 0 {
 		if err := json.Unmarshal(r.Metadata, &run.Metadata); err != nil {

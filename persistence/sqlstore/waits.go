@@ -45,8 +45,12 @@ type stepWaitRow struct {
 }
 
 func (r stepWaitRow) record() persistence.StepWait {
-	return persistence.StepWait{RunID: r.RunID, Step: r.Step, Workflow: r.Workflow, Kind: persistence.WaitKind(r.Kind),
+	w := persistence.StepWait{RunID: r.RunID, Step: r.Step, Workflow: r.Workflow, Kind: persistence.WaitKind(r.Kind),
 		Event: r.EventName, Correlation: r.Correlation, DueAt: r.DueAt.ptr(), CreatedAt: r.CreatedAt.T}
+	if w.Kind == persistence.WaitChild {
+		w.ChildRunID, w.Event, w.Correlation = r.Correlation, "", ""
+	}
+	return w
 }
 
 // lockCorrelation takes the lock of (name, correlation): publications and
@@ -64,7 +68,10 @@ func checkPark(p persistence.StepParkParams) error {
 		return err
 	}
 	if !p.Kind.Valid() {
-		return invalid("wait kind", string(p.Kind), "must be event, signal or sleep")
+		return invalid("wait kind", string(p.Kind), "must be event, signal, sleep or child")
+	}
+	if (p.Kind == persistence.WaitChild) != (p.Child != nil) {
+		return invalid("wait kind", string(p.Kind), "a child run is given with, and only with, a wait for a child")
 	}
 	if p.Kind == persistence.WaitEvent {
 		if err := validEventName(p.Event); err != nil {
@@ -98,6 +105,15 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 		return persistence.StepParkResult{}, err
 	}
 	now, due := norm(p.Now), normPtr(p.DueAt)
+	var child runPlan
+	if p.Child != nil {
+		cp := *p.Child
+		cp.ParentRunID, cp.ParentStep = p.RunID, p.Step
+		var err error
+		if child, err = s.planRun(cp); err != nil {
+			return persistence.StepParkResult{}, fmt.Errorf("child run: %w", err)
+		}
+	}
 	var res persistence.StepParkResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepParkResult{}
@@ -124,6 +140,18 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 				return nil
 			}
 		}
+		event, corr := p.Event, p.Correlation
+		if p.Kind == persistence.WaitChild {
+			// The child run, created (or found by its idempotency key)
+			// with the park: the parent step is parked with a child, or
+			// neither exists.
+			cr, err := s.runCreate(ctx, q, child)
+			if err != nil {
+				return err
+			}
+			res.Child = &cr
+			event, corr = childWaitMarker, cr.Run.ID
+		}
 		row.Status = string(persistence.StepParked)
 		row.LeaseExpiresAt = nullTime{}
 		row.NextAttemptAt = nullTime{}
@@ -142,13 +170,72 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 			return err
 		}
 		if _, err := s.exec(ctx, q, `INSERT INTO step_waits (`+stepWaitCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.RunID, p.Step, row.Workflow, string(p.Kind), p.Event, p.Correlation, s.tp(due), s.t(now)); err != nil {
+			p.RunID, p.Step, row.Workflow, string(p.Kind), event, corr, s.tp(due), s.t(now)); err != nil {
 			return err
 		}
 		res.Step = row.record()
 		return nil
 	})
 	return res, wrap("step park", err)
+}
+
+// childWaitMarker is the event_name of a parked `child` step's wait row,
+// whose correlation is the child run's id: not a valid event name, so no
+// event matches it, and the child waits are one range of
+// idx_step_waits_match (StepListChildDone).
+const childWaitMarker = "#child"
+
+// childDoneSQL lists the parked `child` steps whose child run finished:
+// the child waits (one range of idx_step_waits_match), each child run by
+// its primary key.
+func (s *Store) childDoneSQL() string {
+	return `SELECT w.run_id, w.step, w.workflow, w.kind, w.event_name, w.correlation, w.due_at, w.created_at FROM step_waits w` + s.d.useIndex("idx_step_waits_match") + `
+		JOIN workflow_runs c ON c.id = w.correlation
+		WHERE w.event_name = ? AND c.status IN (?, ?, ?, ?) ORDER BY w.run_id, w.step LIMIT ?`
+}
+
+func (s *Store) childDoneArgs(limit int) []any {
+	return []any{childWaitMarker, string(persistence.RunSucceeded), string(persistence.RunFailed),
+		string(persistence.RunCancelled), string(persistence.RunCompensated), clampLimit(limit, 100, 10000)}
+}
+
+// StepListChildDone implements persistence.Store.
+func (s *Store) StepListChildDone(ctx context.Context, limit int) ([]persistence.StepWait, error) {
+	var rows []stepWaitRow
+	if err := s.selectAll(ctx, s.db, &rows, s.childDoneSQL(), s.childDoneArgs(limit)...); err != nil {
+		return nil, wrap("step list child done", err)
+	}
+	out := make([]persistence.StepWait, len(rows))
+	for i, r := range rows {
+		out[i] = r.record()
+	}
+	return out, nil
+}
+
+// childrenSQL lists a run's child runs: one range of idx_runs_parent.
+func (s *Store) childrenSQL() string {
+	return `SELECT ` + runCols + ` FROM workflow_runs` + s.d.useIndex("idx_runs_parent") + `
+		WHERE parent_run_id = ? ORDER BY parent_step, id`
+}
+
+// RunChildren implements persistence.Store.
+func (s *Store) RunChildren(ctx context.Context, runID string) ([]persistence.Run, error) {
+	if err := validRunID(runID); err != nil {
+		return nil, err
+	}
+	var rows []runRow
+	if err := s.selectAll(ctx, s.db, &rows, s.childrenSQL(), runID); err != nil {
+		return nil, wrap("run children", err)
+	}
+	out := make([]persistence.Run, 0, len(rows))
+	for _, r := range rows {
+		run, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, nil
 }
 
 // waitersSQL finds the steps waiting for an event: one range of
@@ -254,5 +341,7 @@ func (s *Store) ParkedQueries(now time.Time) []Query {
 	return append(qs,
 		Query{Name: "StepPark/match", SQL: s.matchEventSQL(), Args: []any{"payment.captured", "A-1", s.t(now)}},
 		Query{Name: "EventCreate/waiters", SQL: s.waitersSQL(), Args: []any{"payment.captured", "A-1"}},
+		Query{Name: "StepListChildDone", SQL: s.childDoneSQL(), Args: s.childDoneArgs(100)},
+		Query{Name: "RunChildren", SQL: s.childrenSQL(), Args: []any{"run-00042"}},
 	)
 }
