@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,6 +200,21 @@ func (e *Engine) cancelChildren(ctx context.Context, runID string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cancelChildrenOfStopped cancels the unfinished child runs of a run that
+// a dead step just failed or set compensating: its parked `child` steps
+// were cancelled with it, so no end of those children would be read. A
+// cancelled child's completed steps are not compensated, as with Cancel.
+// A node that dies between the dead letter and this call leaves those
+// children running to their end, which changes nothing in the parent.
+func (e *Engine) cancelChildrenOfStopped(ctx context.Context, runID string, w *dag.Workflow) {
+	if w != nil && !slices.ContainsFunc(w.Steps(), isChild) {
+		return
+	}
+	if err := e.cancelChildren(context.WithoutCancel(ctx), runID); err != nil {
+		e.log.Warn("child runs: cancelling the children of a stopped run failed", "run_id", runID, "err", err)
+	}
 }
 
 // isChild reports whether a step is a `child` step.

@@ -342,3 +342,43 @@ func TestChildRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestChildCancelledWhenParentFails: a run whose other step dead-letters
+// while its child step is parked fails, and its unfinished child run is
+// cancelled with it rather than left running for a parent that will
+// never read its end.
+func TestChildCancelledWhenParentFails(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		gate := make(chan struct{})
+		top, err := dag.New("top").
+			Step("sub", nil, dag.Child("leaf")).
+			Step("boom", steps.HandlerFunc(func(ctx context.Context, _ steps.Context) (json.RawMessage, error) {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return nil, steps.Permanent(errors.New("boom"))
+			})).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := dag.New("leaf").Step("approve", nil, dag.WaitForSignal()).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := b.opts(t)
+		o.Workflows = []*dag.Workflow{top, leaf}
+		env := enginetest.New(t, o)
+		run := env.Trigger(t, "top", nil)
+		waitParked(t, env.Engine, run, "sub")
+		lf := children(t, env.Engine, run, 1)[0].RunID
+		waitParked(t, env.Engine, lf, "approve")
+		close(gate)
+		if info := env.Wait(t, run); info.Run.Status != persistence.RunFailed {
+			t.Fatalf("parent is %s, want failed", info.Run.Status)
+		}
+		if info := env.WaitTimeout(t, lf, 10*time.Second); info.Run.Status != persistence.RunCancelled {
+			t.Errorf("child is %s after its parent failed, want cancelled", info.Run.Status)
+		}
+	})
+}

@@ -222,6 +222,7 @@ func (e *Engine) stepFailed(ctx context.Context, ex *execution, res persistence.
 		e.runEnded(ctx, res.Run)
 	}
 	log.Warn("step dead-lettered", "err", firstLine(herr), "run_status", p.DeadRunStatus)
+	e.cancelChildrenOfStopped(ctx, ex.runID, w)
 	if p.DeadRunStatus == persistence.RunCompensating {
 		e.advanceSaga(ctx, ex.runID)
 	}

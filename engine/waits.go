@@ -322,6 +322,7 @@ func (e *Engine) failParked(ctx context.Context, wt persistence.StepWait, herr e
 		e.runEnded(ctx, run)
 	}
 	log.Warn("parked step failed; step dead-lettered", "err", herr, "run_status", p.DeadRunStatus)
+	e.cancelChildrenOfStopped(ctx, wt.RunID, w)
 	if p.DeadRunStatus == persistence.RunCompensating {
 		e.advanceSaga(ctx, wt.RunID)
 	}
