@@ -237,7 +237,7 @@ const (
 	// wfParent is one child step, sub, starting a crashy run with the
 	// parent's input (child_test.go).
 	wfParent = "parent"
-	evOrder   = "fault.order"
+	evOrder  = "fault.order"
 	// wfParked is a (compensated), then four parked steps side by side:
 	// nap sleeps parkedNap, alarm sleeps until input.wake_at, paid waits
 	// for evPaid correlated by input.order (timing out after
