@@ -242,6 +242,11 @@ func TestChildCancel(t *testing.T) {
 		waitParked(t, env.Engine, mid, "sub")
 		lf := children(t, env.Engine, mid, 1)[0].RunID
 		waitParked(t, env.Engine, lf, "approve")
+		// A child step is resolved by its child's end only: a signal
+		// would leave the child running, never read.
+		if err := env.Engine.Signal(context.Background(), run, "sub", nil); !errors.Is(err, engine.ErrNotWaiting) {
+			t.Errorf("signal of a child step: %v, want ErrNotWaiting", err)
+		}
 		if err := env.Engine.Cancel(context.Background(), run); err != nil {
 			t.Fatal(err)
 		}

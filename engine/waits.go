@@ -125,6 +125,10 @@ func (e *Engine) Signal(ctx context.Context, runID, step string, payload any) er
 		return fmt.Errorf("engine: signal run %s step %q: %w", runID, step, err)
 	case wait.Kind == persistence.WaitSleep:
 		return fmt.Errorf("%w: run %s step %q is a sleep", ErrNotWaiting, runID, step)
+	case wait.Kind == persistence.WaitChild:
+		// Its child run's end resolves it; a signal would leave the
+		// child running, never read and never compensated.
+		return fmt.Errorf("%w: run %s step %q waits for its child run %s", ErrNotWaiting, runID, step, wait.ChildRunID)
 	}
 	stored, err := e.encodePayload(ctx, codec.Output, raw)
 	if err != nil {

@@ -46,6 +46,12 @@ type Dialect struct {
 	// scanning, so a dropped or renamed index shows at once. Nil leaves
 	// the choice to the planner.
 	UseIndex func(index string) string
+	// AsID converts a text expression of the default character set to
+	// the ids' (ascii_bin on MySQL), so that comparing it with an id
+	// column reads that column's index: MySQL would otherwise convert the
+	// id column instead and read no index of it. Nil: the expression as
+	// it is (SQLite has one text type).
+	AsID func(expr string) string
 	// SerializeWrites makes the Store run one write transaction at a time
 	// in this process (SQLite allows one writer per database).
 	SerializeWrites bool
@@ -91,6 +97,14 @@ type Dialect struct {
 	TableExistsSQL string
 }
 
+// asID returns d.AsID(expr), or expr without one.
+func (d Dialect) asID(expr string) string {
+	if d.AsID == nil {
+		return expr
+	}
+	return d.AsID(expr)
+}
+
 // useIndex returns d.UseIndex(index), or "" without one.
 func (d Dialect) useIndex(index string) string {
 	if d.UseIndex == nil {
@@ -119,6 +133,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		ByPrimaryKey:   " FORCE INDEX (PRIMARY)",
 		RowValueIn:     true,
 		UseIndex:       func(index string) string { return " FORCE INDEX (" + index + ")" },
+		AsID:           func(expr string) string { return "CONVERT(" + expr + " USING ascii) COLLATE ascii_bin" },
 		Time:           func(t time.Time) any { return t },
 		NowSQL:         "SELECT UNIX_TIMESTAMP(NOW(6))",
 		TableExistsSQL: "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",

@@ -186,12 +186,15 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 const childWaitMarker = "#child"
 
 // childDoneSQL lists the parked `child` steps whose child run finished:
-// the child waits (one range of idx_step_waits_match), each child run by
-// its primary key.
+// the child waits (one range of idx_step_waits_match, in its order, so
+// nothing is sorted), each child run by its primary key. The wait's
+// correlation is converted to the ids' character set (Dialect.AsID):
+// compared as it is, MySQL converted every run id instead and read the
+// finished runs' whole status index range on each reconcile pass.
 func (s *Store) childDoneSQL() string {
 	return `SELECT w.run_id, w.step, w.workflow, w.kind, w.event_name, w.correlation, w.due_at, w.created_at FROM step_waits w` + s.d.useIndex("idx_step_waits_match") + `
-		JOIN workflow_runs c ON c.id = w.correlation
-		WHERE w.event_name = ? AND c.status IN (?, ?, ?, ?) ORDER BY w.run_id, w.step LIMIT ?`
+		JOIN workflow_runs c` + s.d.ByPrimaryKey + ` ON c.id = ` + s.d.asID("w.correlation") + `
+		WHERE w.event_name = ? AND c.status IN (?, ?, ?, ?) ORDER BY w.correlation, w.run_id, w.step LIMIT ?`
 }
 
 func (s *Store) childDoneArgs(limit int) []any {
