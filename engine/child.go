@@ -27,17 +27,18 @@ import (
 // attempt's key). The node that ends the child does it right after; the
 // reconciler resolves what a crash left (StepListChildDone).
 
-// ChildRunKey is the idempotency key of the child run that attempt of a
-// parent step starts: "child:<step key>" for the first attempt and
-// "child:<step key>#<attempt>" for a retry, where the step key is
-// steps.Context.IdempotencyKey ("<run id>/<step>", or with a rerun
-// suffix). A redelivered or taken-over attempt finds the same child;
-// only a retry after the child failed (or timed out) starts another.
-func ChildRunKey(stepKey string, attempt int) string {
-	if attempt <= 1 {
-		return childKeyPrefix + stepKey
-	}
-	return childKeyPrefix + stepKey + "#" + strconv.Itoa(attempt)
+// ChildRunKey is the idempotency key of the child run that a claim of a
+// parent step starts: "child:<step key>#<attempt>@<claim>", where the
+// step key is steps.Context.IdempotencyKey ("<run id>/<step>", or with a
+// rerun suffix) and claim the claim's fence. The park that creates the
+// child is the claim's own transaction, so a claim has one child or none,
+// and a step parked on its child is never claimed again until it is
+// retried. Each retry is a new claim with a new child: the policy's
+// retry after the child failed or timed out, and an operator's retry of
+// the dead step, which restarts the attempt count and would otherwise
+// find the failed child of an earlier claim under the same key.
+func ChildRunKey(stepKey string, attempt int, claim string) string {
+	return childKeyPrefix + stepKey + "#" + strconv.Itoa(attempt) + "@" + claim
 }
 
 const childKeyPrefix = "child:"
@@ -45,7 +46,7 @@ const childKeyPrefix = "child:"
 // childParams is the run a claimed `child` step starts: its workflow's
 // plan (registered here, or the current stored definition), the input its
 // Input expression gives, the parent's priority.
-func (e *Engine) childParams(ctx context.Context, res persistence.StepClaimResult, sc steps.Context, wt *dag.Wait) (persistence.RunCreateParams, error) {
+func (e *Engine) childParams(ctx context.Context, res persistence.StepClaimResult, fence string, sc steps.Context, wt *dag.Wait) (persistence.RunCreateParams, error) {
 	input, err := wt.ChildInput(ctx, sc.Input, sc.Outputs)
 	if err != nil {
 		return persistence.RunCreateParams{}, steps.Permanent(err)
@@ -55,7 +56,7 @@ func (e *Engine) childParams(ctx context.Context, res persistence.StepClaimResul
 		in = input
 	}
 	p, err := e.createParams(ctx, wt.Workflow, in, []TriggerOption{
-		childRun(), IdempotencyKey(ChildRunKey(sc.IdempotencyKey, res.Step.Attempt)), Priority(res.Run.Priority)})
+		childRun(), IdempotencyKey(ChildRunKey(sc.IdempotencyKey, res.Step.Attempt, fence)), Priority(res.Run.Priority)})
 	if err != nil {
 		if errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, ErrInvalidInput) {
 			err = steps.Permanent(err)

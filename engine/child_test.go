@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,8 +110,8 @@ func TestChildOutput(t *testing.T) {
 		if child.Run.ParentRunID != run || child.Run.ParentStep != "pay" {
 			t.Errorf("child's parent = %q/%q, want %s/pay", child.Run.ParentRunID, child.Run.ParentStep, run)
 		}
-		if want := engine.ChildRunKey(run+"/pay", 1); child.Run.IdempotencyKey != want {
-			t.Errorf("child's key = %q, want %q", child.Run.IdempotencyKey, want)
+		if want := "child:" + run + "/pay#1@"; !strings.HasPrefix(child.Run.IdempotencyKey, want) {
+			t.Errorf("child's key = %q, want %q and the claim", child.Run.IdempotencyKey, want)
 		}
 		var in map[string]any
 		if err := json.Unmarshal(child.Run.Input, &in); err != nil || in["order"] != "A-1" || in["total"] != 12.5 {
@@ -181,7 +182,7 @@ func TestChildRetriedParentStepOneChild(t *testing.T) {
 		if first.Run.Status != persistence.RunFailed || second.Run.Status != persistence.RunSucceeded {
 			t.Errorf("children: %s then %s, want failed then succeeded", first.Run.Status, second.Run.Status)
 		}
-		if first.Run.IdempotencyKey != engine.ChildRunKey(run+"/pay", 1) || second.Run.IdempotencyKey != engine.ChildRunKey(run+"/pay", 2) {
+		if !strings.HasPrefix(first.Run.IdempotencyKey, "child:"+run+"/pay#1@") || !strings.HasPrefix(second.Run.IdempotencyKey, "child:"+run+"/pay#2@") {
 			t.Errorf("children's keys %q, %q", first.Run.IdempotencyKey, second.Run.IdempotencyKey)
 		}
 		if n := calls.Load(); n != 2 {
@@ -384,6 +385,49 @@ func TestChildCancelledWhenParentFails(t *testing.T) {
 		}
 		if info := env.WaitTimeout(t, lf, 10*time.Second); info.Run.Status != persistence.RunCancelled {
 			t.Errorf("child is %s after its parent failed, want cancelled", info.Run.Status)
+		}
+	})
+}
+
+// TestChildStepRetriedByOperator: a child step dead because its child
+// failed, retried by an operator once the cause is fixed, starts a new
+// child and the run succeeds; the operator's retry restarts the attempt
+// count, and must not find the failed child of the first claim again.
+func TestChildStepRetriedByOperator(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var undo undoLog
+		var fixed atomic.Bool
+		charge := func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			if !fixed.Load() {
+				return nil, steps.Permanent(errors.New("card declined"))
+			}
+			return charged(ctx, sc)
+		}
+		o := b.opts(t)
+		// Nothing to undo before pay: a dead pay fails the run, which an
+		// operator may retry.
+		pay, err := dag.New("order").
+			Step("pay", nil, dag.Child("payment", dag.Input(`{"order": input.order_id, "total": input.total}`)), dag.Retry(dag.RetryPolicy{MaxAttempts: 1})).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Workflows = []*dag.Workflow{pay, childWorkflows(t, charge, &undo)[1]}
+		env := enginetest.New(t, o)
+		run := env.Trigger(t, "order", map[string]any{"order_id": "A-9", "total": 2})
+		info := env.Wait(t, run)
+		env.AssertRun(t, info, persistence.RunFailed)
+		env.AssertStep(t, info, "pay", persistence.StepDead)
+		fixed.Store(true)
+		if err := env.Engine.RetryDead(context.Background(), run, "pay"); err != nil {
+			t.Fatal(err)
+		}
+		info = env.Wait(t, run)
+		env.AssertRun(t, info, persistence.RunSucceeded)
+		cs := children(t, env.Engine, run, 2)
+		first, second := mustGet(t, env.Engine, cs[0].RunID), mustGet(t, env.Engine, cs[1].RunID)
+		if first.Run.Status != persistence.RunFailed || second.Run.Status != persistence.RunSucceeded {
+			t.Errorf("children: %s then %s, want the failed one kept and a new one succeeded", first.Run.Status, second.Run.Status)
 		}
 	})
 }

@@ -69,7 +69,7 @@ func (e *Engine) park(ctx context.Context, ex *execution, res persistence.StepCl
 		}
 		p.Kind, p.DueAt = persistence.WaitSleep, &at
 	case dag.WaitChild:
-		child, err := e.childParams(eval, res, sc, wt)
+		child, err := e.childParams(eval, res, ex.fence, sc, wt)
 		if err != nil {
 			return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 		}
