@@ -45,6 +45,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative poll", func(c *engine.Config) { c.PollInterval = -time.Second }, `Config.PollInterval -1s is negative`},
 		{"reconcile without a unit", func(c *engine.Config) { c.ReconcileInterval = 2 }, `Config.ReconcileInterval 2ns is under 1ms`},
 		{"schedule without a unit", func(c *engine.Config) { c.ScheduleInterval = 1 }, `Config.ScheduleInterval 1ns is under 1ms`},
+		{"retention share as a percentage", func(c *engine.Config) { c.Retention.Share = 10 }, `Config.Retention.Share 10 must be above 0 and at most 1`},
+		{"negative retention share", func(c *engine.Config) { c.Retention.Share = -0.1 }, `Config.Retention.Share -0.1 must be above 0 and at most 1`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,8 +14,10 @@ import (
 // event links and the events left without runs, the schedule ticks that
 // started them), in small batches: each batch is one short transaction
 // that reads at most Retention.Batch runs through an index and deletes
-// by key, followed by Retention.Pause, so that the sweep never holds
-// locks or the database's attention for long. Runs with a dead step (the
+// by key, followed by a pause (Retention.Pause, and at least what
+// Retention.Share asks), so that the sweep never holds locks or the
+// database's attention for long, and a database slowed by load slows the
+// sweep rather than the sweep slowing the load. Runs with a dead step (the
 // dead-letter queue) are kept until an operator retries or discards the
 // step.
 //
@@ -38,6 +40,12 @@ const (
 	// DefaultRetentionPause is the pause between batches
 	// (Retention.Pause).
 	DefaultRetentionPause = 200 * time.Millisecond
+	// DefaultRetentionShare bounds the sweep's share of its own time
+	// spent in batches (Retention.Share). Deleting a run costs the
+	// database about what creating it did: a full-load bench beside an
+	// unpaced sweep (batch 500, pause 200ms: a third of the time in
+	// batches) lost 13–18% of its throughput (docs/retention.md).
+	DefaultRetentionShare = 0.1
 	// maxRetentionBatch is the store's bound on a batch.
 	maxRetentionBatch = 10000
 	// retentionLease is how long a sweep holds the lease past its last
@@ -64,9 +72,15 @@ type Retention struct {
 	// Batch bounds the runs one batch (one transaction) reads and
 	// deletes. Default 500, at most 10000.
 	Batch int
-	// Pause is the wait between two batches. Default 200ms. Negative: no
-	// pause.
+	// Pause is the least wait between two batches. Default 200ms.
+	// Negative: no least wait (Share still applies).
 	Pause time.Duration
+	// Share bounds the part of the sweep's time spent in batches: after a
+	// batch that took d it waits at least d×(1−Share)/Share, so the
+	// sweep keeps to about that share of one database connection, and
+	// goes fast on an idle database and slowly on a busy one. Default
+	// 0.1 (DefaultRetentionShare); 1: only Pause; at most 1.
+	Share float64
 }
 
 func (r Retention) withDefaults() Retention {
@@ -82,6 +96,9 @@ func (r Retention) withDefaults() Retention {
 	if r.Pause == 0 {
 		r.Pause = DefaultRetentionPause
 	}
+	if r.Share == 0 {
+		r.Share = DefaultRetentionShare
+	}
 	return r
 }
 
@@ -89,6 +106,9 @@ func (r Retention) validate() []error {
 	var errs []error
 	if r.Batch < 0 || r.Batch > maxRetentionBatch {
 		errs = append(errs, fmt.Errorf("engine: Config.Retention.Batch %d must be between 1 and %d", r.Batch, maxRetentionBatch))
+	}
+	if !(r.Share > 0 && r.Share <= 1) {
+		errs = append(errs, fmt.Errorf("engine: Config.Retention.Share %v must be above 0 and at most 1 (a share of the time, not a percentage)", r.Share))
 	}
 	if r.Interval < minInterval {
 		errs = append(errs, fmt.Errorf("engine: Config.Retention.Interval %v is under %v (a missing unit?)", r.Interval, minInterval))
@@ -136,9 +156,9 @@ func (r *PurgeResult) add(b persistence.RunDeleteFinishedResult) {
 }
 
 // Purge deletes every run that finished before p.Before (and the rows
-// kept by run), in batches of Config.Retention.Batch with
-// Config.Retention.Pause between them, holding the store's retention
-// lease: while another node holds it, Purge returns ErrPurgeBusy at once.
+// kept by run), in batches of Config.Retention.Batch with a pause
+// between them (Config.Retention.Pause and Share), holding the store's
+// retention lease: while another node holds it, Purge returns ErrPurgeBusy at once.
 // Runs with a dead step are kept (PurgeResult.Kept). It works on an
 // engine that was not started (the CLI's `runs purge`); the engine's
 // retention loop calls it every Retention.Interval with the time Keep
@@ -181,6 +201,7 @@ func (e *Engine) Purge(ctx context.Context, p PurgeParams) (PurgeResult, error) 
 	rc := e.cfg.Retention
 	cursor := ""
 	for {
+		began := time.Now()
 		b, err := e.store.RunDeleteFinished(ctx, persistence.RunDeleteFinishedParams{
 			Before: p.Before, Limit: rc.Batch, Cursor: cursor, DryRun: p.DryRun,
 		})
@@ -195,8 +216,8 @@ func (e *Engine) Purge(ctx context.Context, p PurgeParams) (PurgeResult, error) 
 			return res, nil
 		}
 		cursor = b.NextCursor
-		if rc.Pause > 0 {
-			t := time.NewTimer(rc.Pause)
+		if wait := sweepPause(rc, time.Since(began)); wait > 0 {
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -254,4 +275,11 @@ func (e *Engine) sweepRetention(ctx context.Context) {
 			"attempts", res.Attempts, "events", res.Events, "kept_dead_lettered", res.Kept, "batches", res.Batches,
 			"took", time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// sweepPause is the wait after a batch that took took: Pause, or longer
+// when Share asks for it.
+func sweepPause(rc Retention, took time.Duration) time.Duration {
+	wait := time.Duration(float64(took) * (1 - rc.Share) / rc.Share)
+	return max(wait, rc.Pause)
 }

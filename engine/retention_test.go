@@ -28,6 +28,10 @@ type sweepStore struct {
 	inFlight *atomic.Int32
 	maxSeen  *atomic.Int32
 	batches  atomic.Int32
+	// delay, when set, lengthens every batch; began records when each
+	// batch started.
+	delay time.Duration
+	began []time.Time
 }
 
 func (s *sweepStore) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFinishedParams) (persistence.RunDeleteFinishedResult, error) {
@@ -43,12 +47,13 @@ func (s *sweepStore) RunDeleteFinished(ctx context.Context, p persistence.RunDel
 	s.mu.Lock()
 	gate, entered := s.gate, s.entered
 	s.gate = nil
+	s.began = append(s.began, time.Now())
 	s.mu.Unlock()
 	if gate != nil {
 		close(entered)
 		<-gate
 	}
-	time.Sleep(2 * time.Millisecond) // room for another node's batch to overlap, were it allowed
+	time.Sleep(2*time.Millisecond + s.delay) // room for another node's batch to overlap, were it allowed
 	return s.Store.RunDeleteFinished(ctx, p)
 }
 
@@ -176,6 +181,37 @@ func TestPurgeOneNodeAtATime(t *testing.T) {
 		}
 		if _, err := a.Engine.Purge(ctx, engine.PurgeParams{}); err == nil {
 			t.Error("Purge without Before succeeded")
+		}
+	})
+}
+
+// A slow batch is followed by a longer pause: with Share 0.25 a batch
+// that took 60ms is followed by at least 180ms (Pause is 1ms), so the
+// sweep spends at most a quarter of its time in batches.
+func TestPurgeKeepsToItsShare(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const took = 60 * time.Millisecond
+		a, _, sa, _ := twoNodes(t, b, engine.Retention{Keep: -1, Batch: 1, Pause: time.Millisecond, Share: 0.25}, nil)
+		done, _ := finishedRuns(t, a, 4)
+		sa.mu.Lock()
+		sa.delay = took
+		sa.mu.Unlock()
+		res, err := a.Engine.Purge(context.Background(), engine.PurgeParams{Before: a.Clock.Now().Add(time.Second)})
+		if err != nil || res.Runs != len(done) {
+			t.Fatalf("purge = %+v, %v; want the %d finished runs deleted", res, err, len(done))
+		}
+		sa.mu.Lock()
+		began := sa.began
+		sa.mu.Unlock()
+		if len(began) < len(done) {
+			t.Fatalf("%d batches, want at least %d (batch 1)", len(began), len(done))
+		}
+		// The next batch starts no sooner than the batch (at least took)
+		// and its pause (at least 3×took) after the previous one began.
+		for i := 1; i < len(began); i++ {
+			if gap := began[i].Sub(began[i-1]); gap < 4*took {
+				t.Errorf("batch %d began %v after batch %d; with Share 0.25 and batches of %v or more, want at least %v", i, gap, i-1, took, 4*took)
+			}
 		}
 	})
 }
