@@ -189,7 +189,7 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 		Logger: slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		// No retention loop: -purge sweeps when asked, and a run without
 		// it measures the engine without.
-		Retention: engine.Retention{Keep: -1},
+		Retention: engine.Retention{Keep: -1, Share: cfg.PurgeShare},
 	}
 	if cfg.Metrics {
 		ecfg.Registerer = prometheus.NewRegistry()
@@ -281,7 +281,11 @@ func (b *bench) run(ctx context.Context) (_ *Result, err error) {
 		if p.err != nil && !errors.Is(p.err, context.Canceled) {
 			return nil, fmt.Errorf("-purge: %w", p.err)
 		}
-		res.PurgedRuns, res.PurgeBatches = &p.res.Runs, &p.res.Batches
+		share := ecfg.Retention.Share
+		if share == 0 {
+			share = engine.DefaultRetentionShare
+		}
+		res.PurgedRuns, res.PurgeBatches, res.PurgeShare = &p.res.Runs, &p.res.Batches, &share
 		b.progress("  purged %d runs in %d batches during the full load", p.res.Runs, p.res.Batches)
 	}
 	if profFile != nil {

@@ -49,6 +49,9 @@ type Config struct {
 	// while the full-load measurement runs, to measure what retention
 	// costs the hot path.
 	Purge bool
+	// PurgeShare is the sweep's engine.Retention.Share (0: the engine's
+	// default).
+	PurgeShare float64
 	// Sample is the runs per measurement read back for the latencies.
 	Sample int
 	// CPUProfile, when set, is a file for a CPU profile of the full load.
@@ -146,6 +149,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.History, "history", 0, "pre-fill this many finished order runs (with steps and attempts) before measuring (MySQL only)")
 	fs.StringVar(&c.HistoryDB, "history-db", "", "use and keep this MySQL database (created if missing) instead of a temporary one; with -history, top its history up to that many runs, so a large history is seeded once")
 	fs.BoolVar(&c.Purge, "purge", false, "delete the -history runs (the retention sweep, engine.Purge) while the full load runs")
+	fs.Float64Var(&c.PurgeShare, "purge-share", 0, "with -purge: the sweep's share of its time in batches (engine.Retention.Share; 0: the engine's default)")
 	fs.IntVar(&c.Sample, "sample", 2000, "runs per measurement whose steps are read back for the latency percentiles")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the full-load measurement to this file")
 	fs.StringVar(&c.LatencyLog, "latency-log", "", "write every sampled step's dispatch latency to this file (CSV: phase, step, ready unix ns, dispatch µs), to see when the slow ones happened")
@@ -196,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Purge && c.History == 0 {
 		errs = append(errs, errors.New("-purge deletes the -history runs: it needs -history"))
+	}
+	if c.PurgeShare != 0 && (!c.Purge || c.PurgeShare < 0 || c.PurgeShare > 1) {
+		errs = append(errs, fmt.Errorf("-purge-share %v: needs -purge, and a share above 0 and at most 1", c.PurgeShare))
 	}
 	if c.History > 0 && c.Embedded {
 		errs = append(errs, errors.New("-history pre-fills MySQL; it cannot be used with -embedded"))

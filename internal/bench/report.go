@@ -56,6 +56,8 @@ type Result struct {
 	// load ran (the sweep is stopped when the full load ends).
 	PurgedRuns   *int `json:"purged_runs,omitempty"`
 	PurgeBatches *int `json:"purge_batches,omitempty"`
+	// PurgeShare is the sweep's Retention.Share (with -purge).
+	PurgeShare *float64 `json:"purge_share,omitempty"`
 	// ReconcilePassMs is the median time of one reconcile pass
 	// (Engine.Reconcile) with the engine idle, after the history.
 	ReconcilePassMs *float64 `json:"reconcile_pass_ms"`
