@@ -139,13 +139,9 @@ func (q *Queue) dequeueFrom(ctx context.Context, queue string, max int, lease ti
 		arm = 1
 	}
 	conc, rate, per, burst := q.limitArgs(queue)
-	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.bucket}
+	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.bucket, k.lim}
 	args := []any{k.channel, now.UnixMilli(), deadline, max, promoteLimit + max, arm, q.how(),
-		conc, rate, per, burst}
-	if q.isPerTask(queue) {
-		keys = append(keys, k.lim)
-		args = append(args, 1)
-	}
+		conc, rate, per, burst, q.perTaskHint(queue)}
 	res, err := q.run(context.WithoutCancel(ctx), scriptDequeue, keys, args...).Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("queue: dequeue from %q: %w", queue, err)

@@ -17,7 +17,7 @@ package queue
 //	<prefix>:{<queue>}:bucket    hash: the rate limit's token bucket (see lua/limits.lua)
 //	<prefix>:{<queue>}:lim       hash: id -> the task's own limit (TaskLimit, see lua/keyed.lua)
 //	<prefix>:{<queue>}:k:<key>   set: tasks holding a slot of key (lua/keyed.lua)
-//	<prefix>:{<queue>}:kp:<key>  list: tasks parked until a slot of key frees
+//	<prefix>:{<queue>}:kw:<key>  zset: tasks parked until a slot of key frees, by when they parked
 //	<prefix>:{<queue>}:rb:<name> hash: a task limit's token bucket
 //
 // The scripts derive ready:<p>, levels, pri and paused from the ready

@@ -30,11 +30,12 @@ type Limit struct {
 	// once after an idle while. Default 1: tasks are spaced Per/Rate
 	// apart, so that any window of length Per holds at most Rate+1.
 	Burst int
-	// PerTask is set when tasks of the queue may carry limits of their
-	// own (Item.Limit): the dequeue then looks each ready task's limit up
-	// and parks the tasks over theirs, and an ack, retry or release gives
-	// back the task's key slot. Every process using the queue must set
-	// it alike. A queue without it pays nothing for task limits.
+	// PerTask says that tasks of the queue carry limits of their own
+	// (Item.Limit). It is a hint, not a switch: any task may carry a
+	// limit, and once one has, every consumer of the queue holds the
+	// tasks to theirs (the scripts find the queue's task limit hash in
+	// Redis). With the hint they do not look for the hash, one EXISTS
+	// less per call.
 	PerTask bool
 }
 
@@ -65,15 +66,17 @@ func (l Limit) Validate(queue string) error {
 	return nil
 }
 
-// TaskLimit is a limit a task carries itself (Item.Limit), in a queue
-// whose Limit has PerTask: at most Concurrency tasks with the same Key
+// TaskLimit is a limit a task carries itself (Item.Limit): at most Concurrency tasks with the same Key
 // leased at once, and at most Rate tasks with the same RateKey handed out
 // per Per (a token bucket of size Burst, default 1). Tasks with the same
 // Key share its slots whatever their Concurrency: each is let through
 // while fewer than its own Concurrency hold one. A task over its limit
 // is parked (see lua/keyed.lua): it does not block the tasks of other
 // keys behind it, spends no delivery, and is ready again when a slot of
-// its key frees or the next token is due.
+// its key frees (the longest waiting first) or at its turn for a token
+// (the k-th task waiting for a bucket at the k-th token). Every consumer
+// of the queue holds the limit, whether or not it was told that the
+// queue's tasks carry limits (Limit.PerTask).
 type TaskLimit struct {
 	// Concurrency is the most tasks of Key leased at once, 0 for none.
 	Concurrency int
@@ -114,7 +117,7 @@ func (l TaskLimit) spec() string {
 	return fmt.Sprintf("%d:%d:%d:%d:%d:%s%s", l.Concurrency, rate, l.Per.Milliseconds(), burst, len(l.Key), l.Key, l.RateKey)
 }
 
-// SetPerTask makes queue a PerTask queue (see Limit.PerTask) from now
+// SetPerTask gives queue the PerTask hint (see Limit.PerTask) from now
 // on, as if Config.Limits said so: for a process that learns only after
 // New that tasks of the queue carry limits (dagflow's engine, when a
 // workflow with per-step limits is registered).
@@ -146,6 +149,15 @@ func (q *Queue) KeyHeld(ctx context.Context, queue, key string) (held, parked in
 		return 0, 0, fmt.Errorf("queue: key %q of %q: short reply %v", key, queue, res)
 	}
 	return res[0], res[1], nil
+}
+
+// perTaskHint is the scripts' argument that says whether the caller
+// knows that tasks of queue carry limits ("1") or lets them look ("0").
+func (q *Queue) perTaskHint(queue string) string {
+	if q.isPerTask(queue) {
+		return "1"
+	}
+	return "0"
 }
 
 // limitArgs are the dequeue script's ARGV[8..11] for queue: concurrency,

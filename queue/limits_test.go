@@ -3,11 +3,14 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/testenv"
 )
 
 // runLimitSuite is the part of the conformance suite about Limit.
@@ -252,12 +255,172 @@ func runLimitSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalCli
 		}
 	})
 
-	t.Run("TaskLimitNeedsPerTask", func(t *testing.T) {
-		q, _ := setup(t, nil)
-		_, err := q.Enqueue(ctx, "jobs", Item{ID: "a", Limit: &TaskLimit{Concurrency: 1, Key: "A"}})
-		if !errors.Is(err, ErrInvalidArgument) {
-			t.Fatalf("enqueue with a Limit to a queue without PerTask = %v, want ErrInvalidArgument", err)
+	t.Run("TaskLimitWithoutPerTask", func(t *testing.T) {
+		// A process that does not know that tasks of the queue carry
+		// limits (no PerTask, no SetPerTask) still holds them: a task's
+		// limit is found in Redis.
+		prefix := testenv.KeyPrefix(t)
+		clock := newFakeClock()
+		c := newClient(t)
+		producer := newTestQueue(t, c, Config{Prefix: prefix, Now: clock.Now, PollInterval: 30 * time.Second})
+		consumer := newTestQueue(t, c, Config{Prefix: prefix, Now: clock.Now, PollInterval: 30 * time.Second})
+		one := &TaskLimit{Concurrency: 1, Key: "A"}
+		mustEnqueue(t, producer, "jobs", Item{ID: "a1", Limit: one}, Item{ID: "a2", Limit: one}, Item{ID: "free"})
+		got := mustDequeue(t, consumer, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a1,free" {
+			t.Fatalf("dequeue by a process without PerTask = %s, want a1,free (a2 waits for A's slot)", ids)
 		}
+		// Its ack gives the slot back and wakes a2 long before a2's due
+		// time (a1's lease deadline, a minute away on the fake clock).
+		done := make(chan []Task, 1)
+		go func() {
+			cx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			tasks, _ := consumer.Dequeue(cx, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+			done <- tasks
+		}()
+		waitForWaiters(t, consumer, "jobs", 1)
+		if err := consumer.Ack(ctx, "jobs", "a1"); err != nil {
+			t.Fatal(err)
+		}
+		if ids := strings.Join(taskIDs(<-done), ","); ids != "a2" {
+			t.Fatalf("dequeue after the ack = %s, want a2", ids)
+		}
+	})
+
+	t.Run("SameKeyInOneBatch", func(t *testing.T) {
+		// One dequeue counts the tasks it lets through itself: of five
+		// tasks of one key with two slots, two are leased.
+		q, _ := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		two := &TaskLimit{Concurrency: 2, Key: "A"}
+		for _, id := range []string{"a1", "a2", "a3", "a4", "a5"} {
+			mustEnqueue(t, q, "jobs", Item{ID: id, Limit: two})
+		}
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a1,a2" {
+			t.Fatalf("dequeue = %s, want a1,a2 (two slots)", ids)
+		}
+		if held, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || held != 2 || parked != 3 {
+			t.Errorf("KeyHeld(A) = %d, %d, %v; want 2 held, 3 parked", held, parked, err)
+		}
+	})
+
+	t.Run("ParkedWithoutStaleEntries", func(t *testing.T) {
+		q, advance := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		one := &TaskLimit{Concurrency: 1, Key: "A"}
+		mustEnqueue(t, q, "jobs", Item{ID: "a1", Limit: one}, Item{ID: "a2", Limit: one}, Item{ID: "a3", Limit: one})
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("first dequeue = %v, want a1 only", taskIDs(got))
+		}
+		// a2 and a3 fall due at a1's deadline, find A still held (a1's
+		// lease was extended) and park again: each is counted once.
+		advance(lease / 2)
+		if ok, err := q.Extend(ctx, "jobs", "a1", lease); err != nil || !ok {
+			t.Fatalf("extend a1 = %v, %v", ok, err)
+		}
+		advance(lease/2 + time.Millisecond)
+		nothingFor(t, q, "jobs", 50*time.Millisecond)
+		if held, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || held != 1 || parked != 2 {
+			t.Fatalf("KeyHeld(A) after parking again = %d, %d, %v; want 1 held, 2 parked", held, parked, err)
+		}
+		// A parked task acked (its run was cancelled) leaves the waiters.
+		if err := q.Ack(ctx, "jobs", "a3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || parked != 1 {
+			t.Fatalf("parked after a3's ack = %d, %v; want 1", parked, err)
+		}
+		// The holder's ack hands the slot to a2, which leaves them too.
+		if err := q.Ack(ctx, "jobs", "a1"); err != nil {
+			t.Fatal(err)
+		}
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "a2" {
+			t.Fatalf("dequeue after a1's ack = %s, want a2", ids)
+		}
+		if held, parked, err := q.KeyHeld(ctx, "jobs", "A"); err != nil || held != 1 || parked != 0 {
+			t.Fatalf("KeyHeld(A) with a2 leased = %d, %d, %v; want 1 held, 0 parked", held, parked, err)
+		}
+	})
+
+	t.Run("KeyScanGoesOn", func(t *testing.T) {
+		// More parked tasks than one dequeue looks at, ahead of a task
+		// that may run: the consumer looks again at once, it does not
+		// sleep until the parked ones fall due (a minute away).
+		q, _ := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		one := &TaskLimit{Concurrency: 1, Key: "A"}
+		mustEnqueue(t, q, "jobs", Item{ID: "a-hold", Limit: one})
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 1, Lease: lease}); len(got) != 1 {
+			t.Fatalf("first dequeue = %v, want a-hold", taskIDs(got))
+		}
+		var items []Item
+		for i := range 250 {
+			items = append(items, Item{ID: fmt.Sprintf("a%03d", i), Limit: one})
+		}
+		mustEnqueue(t, q, "jobs", append(items, Item{ID: "b", Limit: &TaskLimit{Concurrency: 1, Key: "B"}})...)
+		got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+		if ids := strings.Join(taskIDs(got), ","); ids != "b" {
+			t.Fatalf("dequeue behind 250 parked tasks = %s, want b", ids)
+		}
+	})
+
+	t.Run("RateWaitersTakeTurns", func(t *testing.T) {
+		// Tasks waiting for one bucket are due one token apart, not all
+		// at the next token (they would all wake, one would run and the
+		// rest park again, for every token).
+		q, advance := setup(t, map[string]Limit{"jobs": {PerTask: true}})
+		tenPerSec := &TaskLimit{Rate: 10, Per: time.Second, RateKey: "A"}
+		var items []Item
+		for i := range 8 {
+			items = append(items, Item{ID: fmt.Sprintf("a%d", i), Limit: tenPerSec})
+		}
+		mustEnqueue(t, q, "jobs", items...)
+		if got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease}); len(got) != 1 {
+			t.Fatalf("first dequeue = %v, want one (burst 1)", taskIDs(got))
+		}
+		due, err := q.client.ZRangeWithScores(ctx, q.keys("jobs").delayed, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) != 7 {
+			t.Fatalf("%d tasks delayed, want 7", len(due))
+		}
+		for i := 1; i < len(due); i++ {
+			if gap := due[i].Score - due[i-1].Score; gap < 100 {
+				t.Fatalf("waiters due %v ms apart (%v); want a token's time, 100 ms, between turns", gap, due)
+			}
+		}
+		// Each turn lets its waiter through, in order.
+		for i := 1; i < 8; i++ {
+			advance(100 * time.Millisecond)
+			got := mustDequeue(t, q, DequeueParams{Queues: []string{"jobs"}, Max: 10, Lease: lease})
+			if ids := strings.Join(taskIDs(got), ","); ids != fmt.Sprintf("a%d", i) {
+				t.Fatalf("dequeue at turn %d = %s, want a%d", i, ids, i)
+			}
+		}
+	})
+
+	t.Run("RateBucketTimeNeverGoesBack", func(t *testing.T) {
+		// Two processes whose clocks differ by a second share a bucket
+		// of 1 per second, burst 2: the late clock's call must not set
+		// the bucket's time back, or the second between is refilled
+		// twice and a third task starts at once.
+		prefix := testenv.KeyPrefix(t)
+		early, late := newFakeClock(), newFakeClock()
+		early.Advance(time.Second)
+		c := newClient(t)
+		perTask := map[string]Limit{"jobs": {PerTask: true}}
+		qa := newTestQueue(t, c, Config{Prefix: prefix, Now: early.Now, PollInterval: 30 * time.Second, Limits: perTask})
+		qb := newTestQueue(t, c, Config{Prefix: prefix, Now: late.Now, PollInterval: 30 * time.Second, Limits: perTask})
+		lim := &TaskLimit{Rate: 1, Per: time.Second, Burst: 2, RateKey: "A"}
+		mustEnqueue(t, qa, "jobs", Item{ID: "a1", Limit: lim}, Item{ID: "a2", Limit: lim}, Item{ID: "a3", Limit: lim})
+		if got := mustDequeue(t, qa, DequeueParams{Queues: []string{"jobs"}, Max: 1, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue = %v, want one", taskIDs(got))
+		}
+		if got := mustDequeue(t, qb, DequeueParams{Queues: []string{"jobs"}, Max: 1, Lease: lease}); len(got) != 1 {
+			t.Fatalf("dequeue by the late clock = %v, want one (the burst's second token)", taskIDs(got))
+		}
+		nothingFor(t, qa, "jobs", 100*time.Millisecond)
 	})
 
 	t.Run("InvalidLimits", func(t *testing.T) {

@@ -179,8 +179,8 @@ type Item struct {
 	// it until it is acked: a retry, a release or an expired lease puts
 	// it back among the tasks of its priority.
 	Priority int
-	// Limit is the task's own limit, nil for none; only in a queue whose
-	// Limit has PerTask (see TaskLimit).
+	// Limit is the task's own limit, nil for none (see TaskLimit; a
+	// queue whose tasks carry limits may say so with Limit.PerTask).
 	Limit *TaskLimit
 }
 
@@ -212,9 +212,6 @@ func (q *Queue) Enqueue(ctx context.Context, queue string, items ...Item) ([]boo
 		}
 		args = append(args, it.ID, dueMillis(it.At), it.Priority)
 		if it.Limit != nil {
-			if !q.isPerTask(queue) {
-				return nil, fmt.Errorf("%w: task %q has a Limit, but queue %q has no PerTask limit", ErrInvalidArgument, it.ID, queue)
-			}
 			if err := it.Limit.Validate(it.ID); err != nil {
 				return nil, err
 			}
@@ -249,15 +246,18 @@ func (q *Queue) Ack(ctx context.Context, queue string, ids ...string) error {
 		return err
 	}
 	k := q.keys(queue)
-	keys, args := []string{k.ready, k.delayed, k.leased, k.index}, strArgs(ids)
-	if perTask := q.isPerTask(queue); perTask || q.limits[queue].Concurrency > 0 {
-		// The slots freed wake a consumer waiting for one.
-		keys = append(keys, k.waiting)
-		args = append([]any{k.channel, q.how()}, args...)
-		if perTask {
-			keys = append(keys, k.lim)
-		}
+	known := ""
+	if q.limits[queue].Concurrency > 0 {
+		known = "c"
 	}
+	if q.isPerTask(queue) {
+		known += "t"
+	}
+	if known == "" {
+		known = "-"
+	}
+	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.lim}
+	args := append([]any{k.channel, q.how(), known}, strArgs(ids)...)
 	if err := q.run(ctx, scriptAck, keys, args...).Err(); err != nil {
 		return fmt.Errorf("queue: ack in %q: %w", queue, err)
 	}
@@ -288,12 +288,9 @@ func (q *Queue) Retry(ctx context.Context, queue, id string, at time.Time) error
 		return err
 	}
 	k := q.keys(queue)
-	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting}
-	if q.isPerTask(queue) {
-		keys = append(keys, k.lim)
-	}
+	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.lim}
 	n, err := q.run(ctx, scriptRetry, keys,
-		k.channel, q.now().UnixMilli(), id, dueMillis(at), q.how()).Int()
+		k.channel, q.now().UnixMilli(), id, dueMillis(at), q.how(), q.perTaskHint(queue)).Int()
 	if err != nil {
 		return fmt.Errorf("queue: retry %q in %q: %w", id, queue, err)
 	}
@@ -312,11 +309,8 @@ func (q *Queue) Release(ctx context.Context, queue string, ids ...string) error 
 		return err
 	}
 	k := q.keys(queue)
-	args := append([]any{k.channel, q.how()}, strArgs(ids)...)
-	keys := []string{k.ready, k.leased, k.index, k.waiting}
-	if q.isPerTask(queue) {
-		keys = append(keys, k.lim)
-	}
+	args := append([]any{k.channel, q.how(), q.perTaskHint(queue)}, strArgs(ids)...)
+	keys := []string{k.ready, k.leased, k.index, k.waiting, k.lim}
 	if err := q.run(ctx, scriptRelease, keys, args...).Err(); err != nil {
 		return fmt.Errorf("queue: release in %q: %w", queue, err)
 	}

@@ -16,8 +16,9 @@
 -- KEYS[6] token bucket of the queue's rate limit (see limits.lua)
 -- ARGV[8..11] the queue's limit: concurrency, rate, period ms, burst
 --         (all 0: none)
--- KEYS[7], ARGV[12] (a queue whose tasks carry limits, see keyed.lua):
---         the queue's task limit hash, and "1"
+-- KEYS[7] the queue's task limit hash (keyed.lua)
+-- ARGV[12] "1" if the caller knows that the queue's tasks carry limits;
+--         else the script looks whether the hash exists
 -- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
 -- deliveries1, id2, ...}.
 -- Ready tasks are leased highest priority first, and none from a paused
@@ -29,10 +30,10 @@ promote(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[5]))
 local stopped = queuepaused(KEYS[1])
 local lim
 max, lim = limitcap(KEYS[3], KEYS[6], now, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
-local ids = false
+local ids, more = false, false
 if not stopped and max > 0 then
-  if ARGV[12] == '1' then
-    ids = keyedpop(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], max, now, tonumber(deadline))
+  if keyed(KEYS[7], ARGV[12]) then
+    ids, more = keyedpop(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], max, now, tonumber(deadline))
   else
     ids = popready(KEYS[1], max)
   end
@@ -65,6 +66,10 @@ elseif left > 0 then
 end
 if stopped then
   res[1] = -1
+elseif more then
+  -- Every task it looked at was parked by its own limit, and more are
+  -- ready behind them: look again at once.
+  res[1] = 0
 elseif not ids then
   res[1] = limitnext(lim, nextdue(KEYS[2], KEYS[3]))
 end

@@ -6,5 +6,5 @@
 -- ARGV[1] the key (TaskLimit.Key)
 -- Returns {held, parked}.
 local base = pbase(KEYS[1])
-local n = keyheld(base .. 'k:' .. ARGV[1], KEYS[2], KEYS[3], {}, 0)
-return { n, redis.call('LLEN', base .. 'kp:' .. ARGV[1]) }
+local n = keyheld(base .. 'k:' .. ARGV[1], KEYS[2], KEYS[3])
+return { n, redis.call('ZCARD', base .. 'kw:' .. ARGV[1]) }

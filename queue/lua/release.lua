@@ -6,12 +6,13 @@
 -- KEYS[4] waiting flag
 -- ARGV[1] notify channel
 -- ARGV[2] how to publish ("s": SPUBLISH, see wake in common.lua)
--- ARGV[3..] task ids
--- KEYS[5] the task limit hash, for a queue whose tasks carry limits
---         (keyed.lua): each task's key slot is given back.
+-- ARGV[3] "1" if the caller knows that the queue's tasks carry limits
+-- ARGV[4..] task ids
+-- KEYS[5] the task limit hash (keyed.lua): if it exists, each task's key
+--         slot is given back.
 -- Returns the number of tasks released (ids not leased are skipped).
 local back = {}
-for i = #ARGV, 3, -1 do
+for i = #ARGV, 4, -1 do
   local id = ARGV[i]
   local state, d, key = iget(KEYS[3], id)
   if state == LEASED then
@@ -21,9 +22,9 @@ for i = #ARGV, 3, -1 do
   end
 end
 local freed = 0
-if KEYS[5] then
+if #back > 0 and keyed(KEYS[5], ARGV[3]) then
   for _, id in ipairs(back) do
-    freed = freed + keyfree(KEYS[1], pbase(KEYS[1]) .. 'delayed', KEYS[3], KEYS[5], id, false)
+    freed = freed + keyfree(KEYS[1], pbase(KEYS[1]) .. 'delayed', KEYS[3], KEYS[5], id, false, true)
   end
 end
 pushready(KEYS[1], back, true)

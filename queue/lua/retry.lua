@@ -9,8 +9,9 @@
 -- ARGV[3] task id
 -- ARGV[4] due, unix ms
 -- ARGV[5] how to publish ("s": SPUBLISH, see wake in common.lua)
--- KEYS[6] the task limit hash, for a queue whose tasks carry limits
---         (keyed.lua): the task's key slot is given back.
+-- KEYS[6] the task limit hash (keyed.lua): if it exists, the task's
+--         key slot is given back.
+-- ARGV[6] "1" if the caller knows that the queue's tasks carry limits
 -- Returns 1, or 0 if the task is not leased. A task due before every
 -- other delayed one wakes the waiting consumers (see enqueue.lua).
 local id, due = ARGV[3], tonumber(ARGV[4])
@@ -19,8 +20,8 @@ if state ~= LEASED then
   return 0
 end
 redis.call('ZREM', KEYS[3], id)
-if KEYS[6] then
-  notify(KEYS[5], ARGV[1], keyfree(KEYS[1], KEYS[2], KEYS[4], KEYS[6], id, false), ARGV[5])
+if keyed(KEYS[6], ARGV[6]) then
+  notify(KEYS[5], ARGV[1], keyfree(KEYS[1], KEYS[2], KEYS[4], KEYS[6], id, false, true), ARGV[5])
 end
 if due <= tonumber(ARGV[2]) then
   pushready(KEYS[1], { id })
