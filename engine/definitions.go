@@ -258,6 +258,9 @@ func (e *Engine) planFor(ctx context.Context, run persistence.Run) (*dag.Workflo
 	if err = json.Unmarshal(r.Spec, &d); err == nil {
 		p, err = dag.FromDefinition(d, w)
 	}
+	if err == nil {
+		e.markPlanLimits(p)
+	}
 	if err != nil {
 		// A definition this binary cannot read (a newer binary's?):
 		// the node's own version is the best it can follow.
@@ -367,6 +370,7 @@ func (e *Engine) readCurrent(ctx context.Context, workflow string) (currentPlan,
 		if err != nil {
 			return currentPlan{}, fmt.Errorf("engine: workflow %q version %s: stored definition: %w", workflow, r.Version, err)
 		}
+		e.markPlanLimits(p)
 		c = currentPlan{plan: p, version: r.Version, read: now}
 	}
 	e.plans.mu.Lock()

@@ -295,6 +295,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.state.Store(0)
 		return err
 	}
+	e.markStoredLimits(ctx)
 	if err := e.syncSchedules(ctx); err != nil {
 		e.state.Store(0)
 		return err

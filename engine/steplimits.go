@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/queue"
 )
@@ -29,6 +31,53 @@ func (e *Engine) markStepLimited(queue string) {
 	}
 	e.stepLimited[queue] = true
 	e.q.SetPerTask(queue)
+}
+
+// markPlanLimits marks the queues of p's steps with limits, for a plan
+// read from the store (a version this node did not register, or a
+// workflow it does not have): their tasks then carry their limits when
+// this node enqueues them, and are never claimed here at create or
+// release, past the dequeue that holds the limits.
+func (e *Engine) markPlanLimits(p *dag.Workflow) {
+	var limited []string
+	for _, s := range p.Steps() {
+		if s.Limits != nil {
+			limited = append(limited, s.Queue)
+		}
+	}
+	if len(limited) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, name := range limited {
+		if !e.stepLimited[name] {
+			e.markStepLimited(name)
+		}
+	}
+}
+
+// markStoredLimits marks the queues of the steps with limits in the
+// current stored version of every workflow, at start: a node learns the
+// limits of the workflows it does not register (started through the API,
+// or registered by a newer deploy) before it enqueues or claims any of
+// their steps. Older versions are marked as planFor reads them. A store
+// that cannot list them is logged, not fatal: planFor marks them later.
+func (e *Engine) markStoredLimits(ctx context.Context) {
+	defs, err := e.store.DefinitionList(ctx, persistence.DefinitionListParams{})
+	if err != nil {
+		e.log.Warn("the stored workflow definitions could not be read for their step limits; they are learnt as runs of them are read", "err", err)
+		return
+	}
+	for _, r := range defs {
+		var d dag.Definition
+		if err := json.Unmarshal(r.Spec, &d); err != nil {
+			continue
+		}
+		if p, err := dag.FromDefinition(d, nil); err == nil {
+			e.markPlanLimits(p)
+		}
+	}
 }
 
 // isStepLimited reports whether queue holds a registered step with limits.

@@ -142,3 +142,42 @@ func TestStepRateLimitAcrossNodes(t *testing.T) {
 		}
 	})
 }
+
+// TestStoredDefinitionLimits: a node that knows a workflow only from the
+// store (an API node, or one of an older deploy) enqueues its steps with
+// their limits: four runs of one customer triggered there never overlap
+// on the worker, whose key limit is 1.
+func TestStoredDefinitionLimits(t *testing.T) {
+	for _, b := range sharedBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, rdb, prefix := b.open(t)
+			wf, err := dag.New("billing").
+				Step("charge", sleepStep(150*time.Millisecond), dag.Queue("bill"), dag.ConcurrencyKey("input.customer", 1)).
+				Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			worker := isoNode{store: st, redis: rdb, prefix: prefix, id: "worker", workflows: []*dag.Workflow{wf}}.start(t)
+			api := isoNode{store: st, redis: rdb, prefix: prefix, id: "api", noWorkers: true}.start(t)
+			var ids []string
+			for i := range 4 {
+				id, err := api.Trigger(context.Background(), "billing", map[string]any{"customer": "a", "i": i})
+				if err != nil {
+					t.Fatalf("trigger on the API node: %v", err)
+				}
+				ids = append(ids, id)
+			}
+			waitFinished(t, worker, ids, 30*time.Second)
+			var atts []persistence.Attempt
+			for _, id := range ids {
+				atts = append(atts, mustGet(t, worker, id).Attempts...)
+			}
+			if len(atts) != 4 {
+				t.Fatalf("%d attempts, want 4 (one per run)", len(atts))
+			}
+			if got := maxOverlap(atts); got > 1 {
+				t.Errorf("%d steps of customer a ran at once; the key's limit is 1", got)
+			}
+		})
+	}
+}
