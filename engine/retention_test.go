@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,6 +213,30 @@ func TestPurgeKeepsToItsShare(t *testing.T) {
 		for i := 1; i < len(began); i++ {
 			if gap := began[i].Sub(began[i-1]); gap < 4*took {
 				t.Errorf("batch %d began %v after batch %d; with Share 0.25 and batches of %v or more, want at least %v", i, gap, i-1, took, 4*took)
+			}
+		}
+
+		// An operator's purge with Share 1 waits only Pause (1ms).
+		more, _ := finishedRuns(t, a, 3)
+		sa.mu.Lock()
+		sa.began = nil
+		sa.mu.Unlock()
+		res, err = a.Engine.Purge(context.Background(), engine.PurgeParams{Before: a.Clock.Now().Add(time.Second), Share: 1})
+		if err != nil || res.Runs != len(more) {
+			t.Fatalf("purge with Share 1 = %+v, %v; want the %d finished runs deleted", res, err, len(more))
+		}
+		sa.mu.Lock()
+		began = sa.began
+		sa.mu.Unlock()
+		for i := 1; i < len(began); i++ {
+			if gap := began[i].Sub(began[i-1]); gap >= 3*took {
+				t.Errorf("with Share 1, batch %d began %v after batch %d; want about the batch's %v and a 1ms pause", i, gap, i-1, took)
+			}
+		}
+		for _, bad := range []float64{-1, 1.5} {
+			if _, err := a.Engine.Purge(context.Background(), engine.PurgeParams{Before: a.Clock.Now(), Share: bad}); err == nil ||
+				!strings.Contains(err.Error(), fmt.Sprintf("Share %v must be above 0 and at most 1", bad)) {
+				t.Errorf("purge with Share %v = %v; want an error naming Share", bad, err)
 			}
 		}
 	})

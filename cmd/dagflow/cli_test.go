@@ -76,6 +76,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "purge"}, "--before is required"},
 		{[]string{"runs", "purge", "--before", "last tuesday"}, `--before "last tuesday" is not a date`},
 		{[]string{"runs", "purge", "--before", "2999-01-01"}, "in the future"},
+		{[]string{"runs", "purge", "--before", "2020-01-01", "--share", "0"}, "--share 0 must be above 0 and at most 1"},
+		{[]string{"runs", "purge", "--before", "2020-01-01", "--share", "2"}, "--share 2 must be above 0 and at most 1"},
 		{[]string{"runs", "purge", "--before", "2020-01-01", "extra"}, `"extra"`},
 		{[]string{"dlq", "retry", "only-run-id"}, "STEP"},
 		{[]string{"dlq", "list", "extra"}, `"extra"`},

@@ -17,31 +17,38 @@ func newPurgeCmd(sec *secrets) *cobra.Command {
 	var b backendFlags
 	var before string
 	var dryRun bool
+	var share float64
 	cmd := withBackends(&cobra.Command{
-		Use:   "purge --before DATE [--dry-run]",
+		Use:   "purge --before DATE [--dry-run] [--share F]",
 		Short: "delete the runs that finished before DATE (kept: runs with a dead step)",
 		Long: "Delete the runs that finished before DATE, with their steps, history, event links\n" +
 			"(and the events left without runs) and schedule ticks, in small batches, then print\n" +
 			"what was deleted. Runs with a dead step stay until it is retried or discarded\n" +
 			"(dagflow dlq). DATE is 2006-01-02 (UTC midnight) or RFC 3339. With --dry-run\n" +
 			"nothing is deleted and the counts are what would be. One sweep at a time: while a\n" +
-			"node's retention sweep runs, purge exits 1 saying so.",
+			"node's retention sweep runs, purge exits 1 saying so. It spends at most --share of\n" +
+			"its time deleting (default 0.2, as the nodes' sweep): 1 deletes as fast as the\n" +
+			"database can, for a quiet hour.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			at, err := parsePurgeDate(before, time.Now())
 			if err != nil {
 				return err
 			}
+			if !(share > 0 && share <= 1) {
+				return usagef("--share %v must be above 0 and at most 1", share)
+			}
 			e, closeAll, err := b.inspector(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
 			defer closeAll()
-			return purge(cmd.Context(), e, cmd.OutOrStdout(), at, dryRun)
+			return purge(cmd.Context(), e, cmd.OutOrStdout(), engine.PurgeParams{Before: at, DryRun: dryRun, Share: share})
 		},
 	}, &b, sec)
 	cmd.Flags().StringVar(&before, "before", "", "delete the runs that finished before this date (2006-01-02 or RFC 3339); required")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "delete nothing; print what would be deleted")
+	cmd.Flags().Float64Var(&share, "share", engine.DefaultRetentionShare, "the most of its time the purge spends in batches (0 < F <= 1; 1: as fast as the database deletes)")
 	return cmd
 }
 
@@ -66,8 +73,9 @@ func parsePurgeDate(s string, now time.Time) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-func purge(ctx context.Context, e *engine.Engine, stdout io.Writer, before time.Time, dryRun bool) error {
-	res, err := e.Purge(ctx, engine.PurgeParams{Before: before, DryRun: dryRun})
+func purge(ctx context.Context, e *engine.Engine, stdout io.Writer, p engine.PurgeParams) error {
+	before, dryRun := p.Before, p.DryRun
+	res, err := e.Purge(ctx, p)
 	if err != nil && res.Batches == 0 {
 		return err
 	}
