@@ -44,9 +44,9 @@ const (
 	// spent in batches (Retention.Share). Deleting a run costs the
 	// database about what creating it did: a full-load bench beside an
 	// unpaced sweep (batch 500, pause 200ms: a third of the time in
-	// batches) lost 13–18% of its throughput; at a fifth, a few percent,
-	// while it deleted some 500 runs a second (docs/retention.md).
-	DefaultRetentionShare = 0.2
+	// batches) lost 13–18% of its throughput, at a fifth 9–13%
+	// (docs/benchmarks.md, "Retention").
+	DefaultRetentionShare = 0.15
 	// maxRetentionBatch is the store's bound on a batch.
 	maxRetentionBatch = 10000
 	// retentionLease is how long a sweep holds the lease past its last
@@ -80,7 +80,7 @@ type Retention struct {
 	// batch that took d it waits at least d×(1−Share)/Share, so the
 	// sweep keeps to about that share of one database connection, and
 	// goes fast on an idle database and slowly on a busy one. Default
-	// 0.2 (DefaultRetentionShare); 1: only Pause; at most 1.
+	// 0.15 (DefaultRetentionShare); 1: only Pause; at most 1.
 	Share float64
 }
 

@@ -27,7 +27,7 @@ func newPurgeCmd(sec *secrets) *cobra.Command {
 			"(dagflow dlq). DATE is 2006-01-02 (UTC midnight) or RFC 3339. With --dry-run\n" +
 			"nothing is deleted and the counts are what would be. One sweep at a time: while a\n" +
 			"node's retention sweep runs, purge exits 1 saying so. It spends at most --share of\n" +
-			"its time deleting (default 0.2, as the nodes' sweep): 1 deletes as fast as the\n" +
+			"its time deleting (default 0.15, as the nodes' sweep): 1 deletes as fast as the\n" +
 			"database can, for a quiet hour.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
