@@ -25,6 +25,12 @@ type MariaDBOptions struct {
 	// that is not TLS (require_secure_transport); it needs TLS. The
 	// server's root connection then uses TLS too.
 	RequireSecureTransport bool
+	// ServerID is the server's server_id (default 1): a primary and its
+	// replica need different ones.
+	ServerID int
+	// Binlog writes the binary log, which a replica started with
+	// ReplicateFrom reads.
+	Binlog bool
 }
 
 // MariaDB is a private mariadbd owned by one test (or by a parent test
@@ -81,6 +87,12 @@ func StartMariaDB(t testing.TB, opts MariaDBOptions) *MariaDB {
 		"--socket=" + filepath.Join(sockDir, "s"), "--pid-file=" + filepath.Join(dir, "mariadbd.pid"),
 		"--port=" + strconv.Itoa(m.Port), "--bind-address=127.0.0.1", "--user=" + runAs,
 		"--skip-name-resolve", "--log-error=" + filepath.Join(dir, "error.log")}, innodbSmall...)
+	if opts.ServerID > 0 {
+		args = append(args, "--server-id="+strconv.Itoa(opts.ServerID))
+	}
+	if opts.Binlog {
+		args = append(args, "--log-bin="+filepath.Join(dir, "binlog"), "--binlog-format=ROW")
+	}
 	if opts.TLS != nil {
 		args = append(args, "--ssl-ca="+opts.TLS.CertFile, "--ssl-cert="+opts.TLS.ServerCertFile, "--ssl-key="+opts.TLS.ServerKeyFile)
 	}
@@ -191,3 +203,64 @@ func (m *MariaDB) cleanup(t testing.TB, query string) {
 		t.Errorf("testenv: %s: %v", query, err)
 	}
 }
+
+// ReplicateFrom makes m a replica of primary (started with
+// MariaDBOptions.Binlog and another ServerID), from the start of the
+// primary's binary log, and waits until both replication threads run.
+// Everything done on the primary since it started (its databases, their
+// tables and rows) reaches m.
+func (m *MariaDB) ReplicateFrom(t testing.TB, primary *MariaDB) {
+	t.Helper()
+	if !primary.Opts.Binlog {
+		t.Fatal("testenv: ReplicateFrom: the primary writes no binary log (MariaDBOptions.Binlog)")
+	}
+	user, password := "repl_"+RandomSuffix(6), RandomSuffix(16)
+	primary.Exec(t, fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", user, password))
+	primary.Exec(t, fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO '%s'@'127.0.0.1'", user))
+	m.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+		primary.Port, user, password))
+	m.Exec(t, "START SLAVE")
+	waitFor(t, 30*time.Second, "replica "+m.Addr+" of "+primary.Addr+" runs", func() (bool, string) {
+		st := m.ReplicaStatus(t)
+		return st["Slave_IO_Running"] == "Yes" && st["Slave_SQL_Running"] == "Yes",
+			fmt.Sprintf("IO %s, SQL %s, last error %q", st["Slave_IO_Running"], st["Slave_SQL_Running"], st["Last_Error"]+st["Last_IO_Error"])
+	})
+}
+
+// ReplicaStatus returns SHOW SLAVE STATUS as column -> value (empty when
+// m replicates from nothing).
+func (m *MariaDB) ReplicaStatus(t testing.TB) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, err := m.root.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		t.Fatalf("testenv: SHOW SLAVE STATUS: %v", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatalf("testenv: SHOW SLAVE STATUS: %v", err)
+	}
+	st := map[string]string{}
+	if rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatalf("testenv: SHOW SLAVE STATUS: %v", err)
+		}
+		for i, c := range cols {
+			st[c] = vals[i].String
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("testenv: SHOW SLAVE STATUS: %v", err)
+	}
+	return st
+}
+
+// Kill SIGKILLs the server: it answers nothing from then on.
+func (m *MariaDB) Kill() { m.proc.Kill() }
