@@ -385,18 +385,38 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	key    string
+	// reads says whether the answer was read from the engine's read
+	// replica (engine.Config.ReadStore); nil for requests that write.
+	reads *engine.ReadSource
+}
+
+// ReplicaLagHeader is the header of an answer read from the engine's read
+// replica (engine.Config.ReadStore): how far behind the primary it was,
+// in seconds ("0.000" when it had caught up with the node's last
+// heartbeat). An answer from the primary has no such header.
+const ReplicaLagHeader = "X-Dagflow-Replica-Lag"
+
+// started runs once, before the status line is written.
+func (r *statusRecorder) started(code int) {
+	r.status = code
+	if r.reads == nil {
+		return
+	}
+	if lag, ok := r.reads.Replica(); ok {
+		r.Header().Set(ReplicaLagHeader, strconv.FormatFloat(lag.Seconds(), 'f', 3, 64))
+	}
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
-		r.status = code
+		r.started(code)
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.started(http.StatusOK)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -417,6 +437,11 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 			h.Set("Cache-Control", "no-store")
 		}
 		rec := &statusRecorder{ResponseWriter: w}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			var ctx context.Context
+			ctx, rec.reads = engine.WithReadSource(r.Context())
+			r = r.WithContext(ctx)
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {

@@ -66,7 +66,7 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.e.Cancel(r.Context(), id); err != nil {
 		return withRun(err, id)
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return withRun(err, id)
 	}
@@ -228,7 +228,7 @@ func (s *server) signalStep(w http.ResponseWriter, r *http.Request) error {
 	if err := s.e.Signal(r.Context(), id, step, payload); err != nil {
 		return withRun(err, id)
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return withRun(err, id)
 	}
@@ -268,7 +268,7 @@ func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return withRun(err, id)
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return withRun(err, id)
 	}
@@ -306,7 +306,7 @@ func (s *server) skipStep(w http.ResponseWriter, r *http.Request) error {
 	if err := s.e.SkipStep(r.Context(), id, step, raw, actor(r)); err != nil {
 		return withRun(err, id)
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return withRun(err, id)
 	}
@@ -347,7 +347,7 @@ func (s *server) setRunPaused(w http.ResponseWriter, r *http.Request, paused boo
 	if err != nil {
 		return withRun(err, id)
 	}
-	info, err := s.e.Get(r.Context(), id)
+	info, err := s.e.Get(engine.ReadPrimary(r.Context()), id)
 	if err != nil {
 		return withRun(err, id)
 	}

@@ -43,6 +43,24 @@ var SystemClock Clock = systemClock{}
 type Config struct {
 	// Store is the durable state (MySQL, or SQLite for the embedded default).
 	Store persistence.Store
+	// ReadStore, when set, serves the reads of the HTTP API and the
+	// dashboard (Get, Runs, DeadLetters, ScheduleHistory): a store opened
+	// on a read replica of Store's database, without migrations. Every
+	// other read and every write (claims, the reconciler, Wait, the
+	// actions) uses Store. A run Get cannot find on the replica is read
+	// from Store (read-your-writes for a run just triggered), and while
+	// the replica lags more than ReadStoreMaxLag, or its schema is behind
+	// this binary, or it does not answer, the reads go to Store (see
+	// readstore.go). The lag is measured with this node's own heartbeats
+	// in the node registry, so it needs no privilege on the replica and
+	// is known once the engine has started. Default none: Store serves
+	// everything.
+	ReadStore persistence.Store
+	// ReadStoreMaxLag is how far behind the primary ReadStore may be and
+	// still serve reads. It must be at least twice NodeHeartbeat, the
+	// granularity of the measure. Default three heartbeats (15s with the
+	// default NodeHeartbeat).
+	ReadStoreMaxLag time.Duration
 	// Redis is the dispatch queue's client: single, Sentinel or Cluster.
 	Redis redis.UniversalClient
 	// Prefix namespaces every Redis key. Default "dagflow". At most 100
@@ -296,6 +314,9 @@ func (c Config) withDefaults() Config {
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = 3 * c.NodeHeartbeat
 	}
+	if c.ReadStoreMaxLag == 0 {
+		c.ReadStoreMaxLag = 3 * c.NodeHeartbeat
+	}
 	c.Retention = c.Retention.withDefaults()
 	if c.MaxClockSkew == 0 && c.Lease > c.Heartbeat {
 		c.MaxClockSkew = min(time.Second, (c.Lease-c.Heartbeat)/4)
@@ -344,6 +365,9 @@ func (c Config) validate() error {
 	}
 	if c.NodeTimeout <= c.NodeHeartbeat {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeTimeout %v must be longer than NodeHeartbeat %v (a node would be counted dead between two heartbeats)", c.NodeTimeout, c.NodeHeartbeat))
+	}
+	if c.ReadStore != nil && c.ReadStoreMaxLag < 2*c.NodeHeartbeat {
+		errs = append(errs, fmt.Errorf("engine: Config.ReadStoreMaxLag %v must be at least twice NodeHeartbeat %v (the replica's lag is measured by the node's heartbeats)", c.ReadStoreMaxLag, c.NodeHeartbeat))
 	}
 	if c.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("engine: Config.PollInterval %v is negative", c.PollInterval))

@@ -14,7 +14,11 @@ import (
 // DeadLetters lists dead steps (the dead-letter queue), newest first, with
 // their error and attempt count, decoded (Config.Codec).
 func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
-	page, err := e.store.StepListDead(ctx, p)
+	var page persistence.StepPage
+	err := e.read(ctx, func(st persistence.Store) (err error) {
+		page, err = st.StepListDead(ctx, p)
+		return err
+	})
 	if err != nil {
 		return persistence.StepPage{}, err
 	}

@@ -24,9 +24,12 @@ type Engine struct {
 	timer *parkTimer // the one timer of parked steps (waits.go)
 	cfg   Config
 	store persistence.Store
-	q     *queue.Queue
-	log   *slog.Logger
-	clock Clock
+	// replica routes the API's reads to Config.ReadStore; nil without
+	// one (readstore.go).
+	replica *replica
+	q       *queue.Queue
+	log     *slog.Logger
+	clock   Clock
 	// tracer makes the node's spans (tracing.go); nil without
 	// Config.TracerProvider.
 	tracer *tracer
@@ -135,6 +138,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, name := range cfg.Queues {
 		e.queues[name] = true
+	}
+	if cfg.ReadStore != nil {
+		e.replica = &replica{store: cfg.ReadStore, maxLag: cfg.ReadStoreMaxLag, nodeID: cfg.NodeID, clock: e.clock, log: e.log.With("component", "read-replica")}
 	}
 	if cfg.Registerer != nil {
 		if e.metrics, err = newMetrics(e, cfg.Registerer); err != nil {

@@ -93,24 +93,38 @@ func (ri RunInfo) Step(name string) (persistence.StepRun, bool) {
 
 // Get returns a run with its steps and attempts, with their payloads
 // decoded (Config.Codec).
+//
+// With Config.ReadStore it reads the replica, unless ctx says ReadPrimary;
+// a run the replica does not have yet (just triggered) is read from the
+// primary.
 func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
-	run, err := e.store.RunGet(ctx, runID)
+	var ri RunInfo
+	err := e.read(ctx, func(st persistence.Store) (err error) {
+		ri, err = e.getFrom(ctx, st, runID)
+		return err
+	})
+	return ri, err
+}
+
+// getFrom is Get on one store.
+func (e *Engine) getFrom(ctx context.Context, st persistence.Store, runID string) (RunInfo, error) {
+	run, err := st.RunGet(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	sts, err := e.store.StepList(ctx, runID)
+	sts, err := st.StepList(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	atts, err := e.store.AttemptList(ctx, runID)
+	atts, err := st.AttemptList(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	acts, err := e.store.RunActionList(ctx, runID)
+	acts, err := st.RunActionList(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	children, err := e.store.RunChildren(ctx, runID)
+	children, err := st.RunChildren(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
 	}

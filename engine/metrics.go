@@ -456,6 +456,12 @@ var (
 	descWorkerSlots = prometheus.NewDesc("dagflow_worker_slots",
 		"This node's step slots (Config.Concurrency): busy running a step, or free (0 and 0 on a node without workers).",
 		[]string{"state"}, nil)
+	descReplicaLag = prometheus.NewDesc("dagflow_read_replica_lag_seconds",
+		"How far behind the primary the read replica (Config.ReadStore) was at its last check: 0 once it has this node's last heartbeat. Only on a node with a read replica.",
+		nil, nil)
+	descReplicaUsed = prometheus.NewDesc("dagflow_read_replica_used",
+		"1 while the API's reads go to the read replica (Config.ReadStore), 0 while they go to the primary (it lags over ReadStoreMaxLag, is behind in schema or fails). Only on a node with a read replica.",
+		nil, nil)
 )
 
 // gaugeCollector exports the gauges that need a query from gaugeCache,
@@ -469,6 +475,8 @@ func (c *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descQueueOldest
 	ch <- descDeadLetters
 	ch <- descWorkerSlots
+	ch <- descReplicaLag
+	ch <- descReplicaUsed
 }
 
 // Collect implements prometheus.Collector.
@@ -485,6 +493,11 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descWorkerSlots, prometheus.GaugeValue, float64(busy), "busy")
 	ch <- prometheus.MustNewConstMetric(descWorkerSlots, prometheus.GaugeValue, float64(free), "free")
+	if r := c.m.e.replica; r != nil {
+		lag, used := r.current(context.Background())
+		ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, lag.Seconds())
+		ch <- prometheus.MustNewConstMetric(descReplicaUsed, prometheus.GaugeValue, b2f(used))
+	}
 
 	g := &c.m.gauges
 	g.mu.Lock()
@@ -617,4 +630,12 @@ func (m *metrics) countDead(ctx context.Context, workflow string) (int, error) {
 		cursor = page.NextCursor
 	}
 	return min(n, metricsDeadMax), nil
+}
+
+// b2f is 1 for true, 0 for false: a gauge of a condition.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

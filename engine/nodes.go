@@ -124,6 +124,7 @@ func (e *Engine) heartbeatNode(ctx context.Context, started time.Time) error {
 	}); err != nil {
 		return err
 	}
+	e.replica.heartbeatTaken(self.HeartbeatAt)
 	e.publishNode(ctx, info)
 	return nil
 }

@@ -49,15 +49,19 @@ type RunFilter struct {
 // sentinels for errors.Is too. The runs' payloads are decoded
 // (Config.Codec); one that cannot be decoded fails the page, naming its run.
 func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, error) {
-	page, err := e.store.RunList(ctx, persistence.RunListParams{
-		Workflow:       f.Workflow,
-		Schedule:       f.Schedule,
-		Status:         f.Status,
-		CreatedAfter:   f.CreatedAfter,
-		CreatedBefore:  f.CreatedBefore,
-		IdempotencyKey: f.IdempotencyKey,
-		Cursor:         f.Cursor,
-		Limit:          f.Limit,
+	var page persistence.RunPage
+	err := e.read(ctx, func(st persistence.Store) (err error) {
+		page, err = st.RunList(ctx, persistence.RunListParams{
+			Workflow:       f.Workflow,
+			Schedule:       f.Schedule,
+			Status:         f.Status,
+			CreatedAfter:   f.CreatedAfter,
+			CreatedBefore:  f.CreatedBefore,
+			IdempotencyKey: f.IdempotencyKey,
+			Cursor:         f.Cursor,
+			Limit:          f.Limit,
+		})
+		return err
 	})
 	if err != nil {
 		return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)

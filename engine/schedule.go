@@ -257,7 +257,12 @@ func (e *Engine) GetSchedule(ctx context.Context, name string) (ScheduleInfo, er
 // ScheduleHistory returns a schedule's latest ticks (fired, skipped,
 // buffered), newest first.
 func (e *Engine) ScheduleHistory(ctx context.Context, name string, limit int) ([]persistence.ScheduleTick, error) {
-	return e.store.ScheduleTickList(ctx, persistence.ScheduleTickListParams{Name: name, Limit: limit})
+	var ticks []persistence.ScheduleTick
+	err := e.read(ctx, func(st persistence.Store) (err error) {
+		ticks, err = st.ScheduleTickList(ctx, persistence.ScheduleTickListParams{Name: name, Limit: limit})
+		return err
+	})
+	return ticks, err
 }
 
 // PauseSchedule stops a schedule from firing, on every node, until

@@ -294,6 +294,11 @@ func (d *Dashboard) wrap(rt route) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		if s.flash != "" {
+			// The page right after an action shows its effect: read the
+			// primary, not a read replica that may not have it yet.
+			r = r.WithContext(engine.ReadPrimary(r.Context()))
+		}
 		if err := rt.handle(w, r, s); err != nil {
 			d.fail(w, r, s, err)
 		}

@@ -44,6 +44,7 @@ type backendFlags struct {
 	fs *pflag.FlagSet
 	// The flags as given.
 	mysqlDSN, mysqlDSNFile         string
+	mysqlReadDSN, mysqlReadDSNFile string // only the node commands (registerRead)
 	mysqlTLSCA, mysqlTLSCert       string
 	mysqlTLSKey                    string
 	redisURL, redisURLFile, rdAddr string
@@ -53,6 +54,7 @@ type backendFlags struct {
 
 	// Resolved settings.
 	dsn      string
+	readDSN  string // a read replica's DSN, or ""
 	mysqlTLS *tls.Config
 	redis    *redisconn.Config
 	codec    codec.Codec // nil: payloads are stored as they are
@@ -153,7 +155,10 @@ func (b *backendFlags) resolve(sec *secrets) error {
 	if err := b.resolveCodec(); err != nil {
 		return err
 	}
-	return b.resolveSQLite()
+	if err := b.resolveSQLite(); err != nil {
+		return err
+	}
+	return b.resolveReadDSN(sec)
 }
 
 // resolveCodec reads the payload codec's keyring, if one is given.
@@ -227,6 +232,44 @@ func (b *backendFlags) resolveRedis(sec *secrets) error {
 	}
 	b.redis = c
 	return nil
+}
+
+// registerRead adds the read replica's flags (a node's: worker, serve).
+func (b *backendFlags) registerRead(fs *pflag.FlagSet) {
+	fs.StringVar(&b.mysqlReadDSN, "mysql-read-dsn", "", "a read replica of the MySQL database: the API's and the dashboard's reads go there while it keeps up (env DAGFLOW_MYSQL_READ_DSN)")
+	fs.StringVar(&b.mysqlReadDSNFile, "mysql-read-dsn-file", "", "read the read replica's DSN from this file (env DAGFLOW_MYSQL_READ_DSN_FILE)")
+}
+
+// resolveReadDSN reads the read replica's DSN, on the commands that take
+// one.
+func (b *backendFlags) resolveReadDSN(sec *secrets) error {
+	if b.fs.Lookup("mysql-read-dsn") == nil {
+		return nil
+	}
+	dsn, from, err := b.value(setting{"mysql-read-dsn", "mysql-read-dsn-file", "DAGFLOW_MYSQL_READ_DSN", "DAGFLOW_MYSQL_READ_DSN_FILE"}, b.mysqlReadDSN, b.mysqlReadDSNFile)
+	if err != nil || dsn == "" {
+		return err
+	}
+	if b.sqlite != "" {
+		return usagef("%s is a MySQL read replica; it cannot go with SQLite", from)
+	}
+	sec.addDSN(dsn)
+	b.readDSN = dsn
+	return nil
+}
+
+// openReadStore opens the read replica's store, if one is given (nil
+// otherwise). It runs no migrations: the engine checks its schema version
+// and reads the primary while it is behind.
+func (b *backendFlags) openReadStore(ctx context.Context) (persistence.Store, error) {
+	if b.readDSN == "" {
+		return nil, nil
+	}
+	st, err := mysql.Open(ctx, mysql.Config{DSN: b.readDSN, TLS: b.mysqlTLS})
+	if err != nil {
+		return nil, fmt.Errorf("read replica: %w (DSN %s)", err, redactDSN(b.readDSN))
+	}
+	return st, nil
 }
 
 // openStore opens the MySQL store (or the SQLite file of --sqlite).

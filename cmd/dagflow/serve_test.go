@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dagflow/dagflow/api"
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
@@ -601,5 +602,30 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if code, _, errb := cli("schedules", "delete", "tenant-1"); code != 1 || !strings.Contains(errb, `"tenant-1"`) {
 		t.Errorf("second delete: exit %d, %q; want 1 naming it", code, errb)
+	}
+}
+
+// TestServeWithReadReplica: serve --mysql-read-dsn reads the API's
+// listings from it once the node's heartbeat has reached it (the header
+// says so). The same database stands in for a replica that keeps up;
+// lag, fallback and a lost replica are tested in package api.
+func TestServeWithReadReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Redis and MariaDB")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := newServeEnv(t, ctx)
+	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0", "--mysql-read-dsn", env.dsn, "--node-heartbeat", "200ms", "--node-timeout", "1s")
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		resp, err := http.Get(u + "/v1/runs")
+		if err != nil {
+			t.Fatalf("GET /v1/runs: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && resp.Header.Get(api.ReplicaLagHeader) == "0.000"
+	}, "GET /v1/runs was not read from the read replica (no %s: 0.000)", api.ReplicaLagHeader)
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited %d:\n%s", code, errb)
 	}
 }

@@ -72,6 +72,7 @@ func newWorkerCmd(sec *secrets) *cobra.Command {
 // register adds the worker's flags, beside the connection flags, to cmd.
 func (w *workerFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
+	w.b.registerRead(fs)
 	fs.IntVar(&w.concurrency, "concurrency", 10, "steps run at once")
 	fs.StringVar(&w.queues, "queues", "", "comma-separated queues to work, in priority order (default: every queue of the registered workflows)")
 	fs.StringArrayVar(&w.queueLimits, "queue-limit", nil, queueLimitHelp)
@@ -171,15 +172,29 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := w.b.openRedis(ctx)
+	readStore, err := w.b.openReadStore(ctx)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	closeAll := func() { rdb.Close(); store.Close() }
+	rdb, err := w.b.openRedis(ctx)
+	if err != nil {
+		store.Close()
+		if readStore != nil {
+			readStore.Close()
+		}
+		return nil, err
+	}
+	closeAll := func() {
+		rdb.Close()
+		store.Close()
+		if readStore != nil {
+			readStore.Close()
+		}
+	}
 	cfg := engine.Config{
 		QueueLimits: limits,
-		Store:       store, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
+		Store:       store, ReadStore: readStore, Redis: rdb, Prefix: w.b.prefix, Logger: logger, NoWorkers: noWorkers,
 		Concurrency: w.concurrency, Queues: queues, Lease: w.lease, Codec: w.b.codec,
 		NodeHeartbeat: w.nodeHeartbeat, NodeTimeout: w.nodeTimeout, TracerProvider: tr.provider(),
 	}
