@@ -85,6 +85,13 @@ func (e *Engine) fetchLoop() {
 			e.slots.free(len(tasks))
 			return
 		}
+		if len(tasks) > 0 && e.paused() {
+			// Paused while the dequeue waited (its registry heartbeat
+			// failing, its clock off): claim none of them.
+			e.giveBack(tasks)
+			e.slots.free(len(tasks))
+			continue
+		}
 		// Tasks the queue leased are run even if the wait then failed.
 		e.dispatch(tasks)
 		if err != nil {

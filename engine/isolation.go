@@ -96,10 +96,12 @@ func (e *Engine) bindNamespace(ctx context.Context) error {
 }
 
 // paused reports whether this node must not claim, reconcile or fire
-// schedules: its clock is off (health.go), or its Redis prefix belongs
-// to another database or was never bound (Redis did not answer).
+// schedules: its clock is off (health.go), its Redis prefix belongs to
+// another database or was never bound (Redis did not answer), or its
+// registry heartbeats have failed long enough that the other nodes are
+// about to presume it dead (nodes.go).
 func (e *Engine) paused() bool {
-	return e.clockSkewed() || e.stats.foreignPrefix.Load() || !e.stats.bound.Load()
+	return e.clockSkewed() || e.stats.foreignPrefix.Load() || !e.stats.bound.Load() || e.registryFenced()
 }
 
 // unhandledLog rate-limits the warning about steps this node cannot run:

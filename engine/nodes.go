@@ -125,6 +125,11 @@ func (e *Engine) heartbeatNode(ctx context.Context, started time.Time) error {
 		return err
 	}
 	e.replica.heartbeatTaken(self.HeartbeatAt)
+	e.stats.beatOK.Store(monoNow())
+	if e.stats.registryFenced.CompareAndSwap(true, false) {
+		e.log.Info("node registry: this node's heartbeat is recorded again; claiming steps")
+		e.wakeFetch()
+	}
 	e.publishNode(ctx, info)
 	return nil
 }
@@ -217,4 +222,34 @@ func (e *Engine) listNodes(ctx context.Context, dead bool) ([]NodeInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// monoBase is the origin of monoNow.
+var monoBase = time.Now()
+
+// monoNow is the time since monoBase on the monotonic clock, in
+// nanoseconds, never 0: it ignores Config.Clock, which tests move by
+// hours, and wall-clock steps.
+func monoNow() int64 { return int64(time.Since(monoBase)) + 1 }
+
+// registryFenced reports whether this node must claim nothing because the
+// store has not taken its registry heartbeat for NodeTimeout less one
+// heartbeat. The other nodes presume it dead at NodeTimeout and release
+// the steps it holds (takeover.go); a step it claimed after that would be
+// released again and run twice. It stops first, by a heartbeat's margin,
+// and claims again once a heartbeat is recorded. A node whose first
+// heartbeat never reached the store is not fenced: no node knows it, so
+// none releases its steps.
+func (e *Engine) registryFenced() bool {
+	last := e.stats.beatOK.Load()
+	if last == 0 {
+		return false
+	}
+	silent := time.Duration(monoNow() - last)
+	fenced := silent > e.cfg.NodeTimeout-e.cfg.NodeHeartbeat
+	if fenced && e.stats.registryFenced.CompareAndSwap(false, true) {
+		e.log.Warn("node registry: this node's heartbeat has not been recorded for too long; it claims nothing until one is, as the other nodes will presume it dead",
+			"silent_for", silent.Round(time.Millisecond), "node_timeout", e.cfg.NodeTimeout)
+	}
+	return fenced
 }

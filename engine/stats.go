@@ -35,6 +35,11 @@ type counters struct {
 	clockSkewed      atomic.Bool
 	foreignPrefix    atomic.Bool // the Redis prefix is bound to another database
 	bound            atomic.Bool // the Redis prefix was bound to the store once
+	// beatOK is when (monoNow) the store last took this node's registry
+	// heartbeat; 0 before the first. registryFenced is set while the
+	// node claims nothing because its heartbeats have failed (nodes.go).
+	beatOK         atomic.Int64
+	registryFenced atomic.Bool
 
 	refusedMu sync.Mutex
 	refused   map[persistence.ClaimRefusal]int64

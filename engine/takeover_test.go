@@ -133,3 +133,58 @@ func TestDeadNodeStepsTakenOverAtNodeTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A node whose registry heartbeats fail claims nothing once the other
+// nodes are about to presume it dead: a step it claimed then would be
+// released by them and run twice (seen on a loaded machine: the cut-off
+// node of TestDeadNodeStepsTakenOverAtNodeTimeout claimed the step the
+// others had just released for takeover, and they released it again). It
+// claims again once a heartbeat is recorded.
+func TestNodeCutOffFromRegistryClaimsNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const heartbeat, nodeTimeout = 200 * time.Millisecond, 2 * time.Second
+		started := make(chan string, 8)
+		wf, err := dag.New("cut").Step("only", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			started <- sc.RunID
+			return json.RawMessage(`{}`), nil
+		})).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := b.opts(t)
+		base := o.Store
+		if base == nil {
+			base = sqliteStore(t)
+		}
+		ps := &partitionedStore{Store: base}
+		o.Store, o.Clock, o.Workflows = ps, engine.SystemClock, []*dag.Workflow{wf}
+		o.Configure = func(c *engine.Config) {
+			c.NodeHeartbeat, c.NodeTimeout = heartbeat, nodeTimeout
+		}
+		env := enginetest.New(t, o)
+		env.Wait(t, env.Trigger(t, "cut", nil))
+		<-started
+
+		ps.cut.Store(true)
+		// Past NodeTimeout less one heartbeat, with a heartbeat's margin
+		// for the loop's tick.
+		time.Sleep(nodeTimeout)
+		id := env.Trigger(t, "cut", nil)
+		select {
+		case got := <-started:
+			t.Fatalf("run %s started on a node whose heartbeats have failed for %v (node timeout %v)", got, nodeTimeout, nodeTimeout)
+		case <-time.After(2 * heartbeat):
+		}
+
+		ps.cut.Store(false)
+		select {
+		case got := <-started:
+			if got != id {
+				t.Fatalf("started run %s, want %s", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the node did not claim again within 10s of its heartbeat being recorded")
+		}
+		env.AssertRun(t, env.Wait(t, id), persistence.RunSucceeded)
+	})
+}
