@@ -232,9 +232,17 @@ var monoBase = time.Now()
 // hours, and wall-clock steps.
 func monoNow() int64 { return int64(time.Since(monoBase)) + 1 }
 
+// fenceAfter is how long a node's heartbeats may go unrecorded before it
+// claims nothing: NodeTimeout less one heartbeat, but never under one and
+// a half heartbeats, the silence of a healthy node between two of them
+// (a NodeTimeout that close to NodeHeartbeat is fragile anyway: the
+// others may presume a healthy node dead).
+func fenceAfter(nodeTimeout, heartbeat time.Duration) time.Duration {
+	return max(nodeTimeout-heartbeat, heartbeat+heartbeat/2)
+}
+
 // registryFenced reports whether this node must claim nothing because the
-// store has not taken its registry heartbeat for NodeTimeout less one
-// heartbeat. The other nodes presume it dead at NodeTimeout and release
+// store has not taken its registry heartbeat for fenceAfter. The other nodes presume it dead at NodeTimeout and release
 // the steps it holds (takeover.go); a step it claimed after that would be
 // released again and run twice. It stops first, by a heartbeat's margin,
 // and claims again once a heartbeat is recorded. A node whose first
@@ -246,7 +254,7 @@ func (e *Engine) registryFenced() bool {
 		return false
 	}
 	silent := time.Duration(monoNow() - last)
-	fenced := silent > e.cfg.NodeTimeout-e.cfg.NodeHeartbeat
+	fenced := silent > fenceAfter(e.cfg.NodeTimeout, e.cfg.NodeHeartbeat)
 	if fenced && e.stats.registryFenced.CompareAndSwap(false, true) {
 		e.log.Warn("node registry: this node's heartbeat has not been recorded for too long; it claims nothing until one is, as the other nodes will presume it dead",
 			"silent_for", silent.Round(time.Millisecond), "node_timeout", e.cfg.NodeTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,7 +181,7 @@ func (r *replica) current(ctx context.Context) (time.Duration, bool) {
 	switch {
 	case usable && !r.usable && !r.checked.IsZero():
 		r.log.Info("reads go to the read replica again", "lag", lag)
-	case !usable && (r.usable || r.why != why):
+	case !usable && (r.usable || reason(r.why) != reason(why)):
 		r.log.Warn("reads go to the primary: the read replica is not used", "why", why)
 	}
 	r.checked, r.lag, r.usable, r.why = r.clock.Now(), lag, usable, why
@@ -217,16 +218,28 @@ func (r *replica) check(ctx context.Context, now time.Time) (lag time.Duration, 
 	if seen.IsZero() {
 		return 0, "this node's heartbeat has not reached it yet"
 	}
-	// The store keeps microseconds: a heartbeat within one of the last
-	// taken is that heartbeat.
+	// The store keeps microseconds: a heartbeat within a millisecond of
+	// the last one taken is that one.
 	if !seen.Before(time.Unix(0, beat).Add(-time.Millisecond)) {
 		return 0, ""
 	}
 	lag = max(now.Sub(seen), 0)
 	if lag > r.maxLag {
-		return lag, "it lags " + lag.Round(time.Millisecond).String() + ", more than Config.ReadStoreMaxLag " + r.maxLag.String()
+		return lag, lagging + lag.Round(time.Millisecond).String() + ", more than Config.ReadStoreMaxLag " + r.maxLag.String()
 	}
 	return lag, ""
+}
+
+// lagging starts the reason of a replica too far behind.
+const lagging = "it lags "
+
+// reason is why without the lag's figure, which changes at every check:
+// the log says once that the replica lags, not every second.
+func reason(why string) string {
+	if strings.HasPrefix(why, lagging) {
+		return lagging
+	}
+	return why
 }
 
 // notFound reports whether err is a store's "no such run".
