@@ -22,7 +22,7 @@ import (
 // with passwords and ACL users. A wrong or missing password, and a user
 // that lacks a command the queue needs, make Start fail at once with the
 // reason (never the password); a user with just queue.Commands on the
-// prefix's keys and channels (the README's minimal ACL) runs a workflow.
+// prefix's keys and channels (the minimal ACL of docs/production.md) runs a workflow.
 func TestStartChecksRedisAccess(t *testing.T) {
 	const pw = "Start-s3cret"
 	const prefix = "app"

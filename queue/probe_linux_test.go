@@ -14,8 +14,8 @@ import (
 )
 
 // minimalACL is the least a dagflow user needs under prefix: the
-// commands of Commands, on the prefix's keys and channels (the README's
-// production checklist shows the same rule).
+// commands of Commands, on the prefix's keys and channels (docs/production.md
+// shows the same rule).
 func minimalACL(user, password, prefix string) []string {
 	rule := []string{"--user", user, "on", ">" + password, "resetkeys", "~" + prefix + ":*", "resetchannels", "&" + prefix + ":*", "-@all"}
 	for _, c := range Commands {

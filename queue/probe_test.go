@@ -38,7 +38,7 @@ func TestProbe(t *testing.T) {
 }
 
 // TestCommandsListed: every command a script calls is in Commands, the
-// list the README's minimal ACL is made from, or for the Cluster-only
+// list the minimal ACL of docs/production.md is made from, or for the Cluster-only
 // SPUBLISH in ClusterCommands.
 func TestCommandsListed(t *testing.T) {
 	call := regexp.MustCompile(`(?:redis\.call|callchunks)\('([A-Z]+)'`)

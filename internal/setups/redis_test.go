@@ -22,8 +22,8 @@ import (
 // rules too. Found by starting from -@all and adding what the ACL log
 // said was denied (the test idles past the pub/sub health check's PING),
 // then the commands of script paths a short run may not take (the
-// heartbeat's ZSCORE, the release's LPUSH). The README's
-// production checklist shows this rule.
+// heartbeat's ZSCORE, the release's LPUSH). docs/production.md
+// shows this rule.
 const aclCommands = "-@all +evalsha +eval +subscribe +ping " +
 	"+del +exists +hdel +hget +hincrby +hmget +hset +hsetnx +llen +lpop +lpush +lrange +lrem +pexpire +publish +rpush +sadd +set +smembers +srem " +
 	"+zadd +zcard +zrange +zrangebyscore +zrem +zrevrange +zscore"
