@@ -28,6 +28,20 @@ type partitionedStore struct {
 
 var errPartitioned = errors.New("test: node cut off from the store")
 
+// partitioned returns options for a node of b, on the real clock, running
+// wf on a partitionedStore over b's store (base), for the other nodes.
+func partitioned(t *testing.T, b backend, wf *dag.Workflow) (o enginetest.Options, base persistence.Store, ps *partitionedStore) {
+	t.Helper()
+	o = b.opts(t)
+	base = o.Store
+	if base == nil {
+		base = sqliteStore(t)
+	}
+	ps = &partitionedStore{Store: base}
+	o.Store, o.Clock, o.Workflows = ps, engine.SystemClock, []*dag.Workflow{wf}
+	return o, base, ps
+}
+
 func (s *partitionedStore) NodeHeartbeat(ctx context.Context, n persistence.Node) error {
 	if s.cut.Load() {
 		return errPartitioned
@@ -52,23 +66,14 @@ func TestDeadNodeStepsTakenOverAtNodeTimeout(t *testing.T) {
 		const nodeTimeout = 5 * time.Second
 		started := make(chan int, 8)
 		gate := make(chan struct{})
-		wf, err := dag.New("takeover").Step("slow", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		wf := oneStep(t, "takeover", "slow", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
 			started <- sc.Attempt
 			if sc.Attempt == 1 {
 				<-gate // the presumed-dead node's handler, which ignores its context
 			}
 			return json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, sc.Attempt)), nil
-		})).Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := b.opts(t)
-		base := o.Store
-		if base == nil {
-			base = sqliteStore(t)
-		}
-		ps := &partitionedStore{Store: base}
-		o.Store, o.Clock, o.Workflows = ps, engine.SystemClock, []*dag.Workflow{wf}
+		}))
+		o, base, ps := partitioned(t, b, wf)
 		timing := func(c *engine.Config, id string) {
 			c.NodeID, c.Lease, c.Heartbeat = id, time.Minute, 20*time.Second
 			c.NodeHeartbeat, c.NodeTimeout = 500*time.Millisecond, nodeTimeout
@@ -144,20 +149,11 @@ func TestNodeCutOffFromRegistryClaimsNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const heartbeat, nodeTimeout = 200 * time.Millisecond, 2 * time.Second
 		started := make(chan string, 8)
-		wf, err := dag.New("cut").Step("only", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+		wf := oneStep(t, "cut", "only", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
 			started <- sc.RunID
 			return json.RawMessage(`{}`), nil
-		})).Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := b.opts(t)
-		base := o.Store
-		if base == nil {
-			base = sqliteStore(t)
-		}
-		ps := &partitionedStore{Store: base}
-		o.Store, o.Clock, o.Workflows = ps, engine.SystemClock, []*dag.Workflow{wf}
+		}))
+		o, _, ps := partitioned(t, b, wf)
 		o.Configure = func(c *engine.Config) {
 			c.NodeHeartbeat, c.NodeTimeout = heartbeat, nodeTimeout
 		}
