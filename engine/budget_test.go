@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -131,5 +134,44 @@ func TestExprBudgetEventFilter(t *testing.T) {
 	}
 	if len(pub.Runs) != 0 {
 		t.Errorf("Publish started %+v; want no run", pub.Runs)
+	}
+}
+
+// TestLoggedErrorCapped: a step whose error is megabytes (a handler's
+// own, or a remote's echoed in it) is logged, and summed up in the run's
+// error, in a line of a few kilobytes that says how long the error was;
+// the attempt keeps the store's share of it.
+func TestLoggedErrorCapped(t *testing.T) {
+	huge := "remote said: " + strings.Repeat("z", 3<<20)
+	h := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) {
+		return nil, steps.Permanent(errors.New(huge))
+	})
+	wf, err := dag.New("loud").Step("s", h).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	env := enginetest.New(t, enginetest.Options{
+		Workflows: []*dag.Workflow{wf},
+		Configure: func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) },
+	})
+	info := env.Wait(t, env.Trigger(t, "loud", nil))
+	env.AssertStep(t, info, "s", persistence.StepDead)
+	// The node logs the dead letter once the store has it.
+	testenv.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "step dead-lettered") }, "no dead-letter log line")
+	var dead string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "step dead-lettered") {
+			dead = line
+		}
+		if len(line) > 8<<10 {
+			t.Errorf("a log line of %d bytes: %.200s...", len(line), line)
+		}
+	}
+	if want := fmt.Sprintf("(%d bytes)", len(huge)); !strings.Contains(dead, "remote said: zzz") || !strings.Contains(dead, want) {
+		t.Errorf("dead-letter log line %.300q; want the error's start and %s", dead, want)
+	}
+	if len(info.Run.Error) > 8<<10 {
+		t.Errorf("the run's error is %d bytes; want a short summary", len(info.Run.Error))
 	}
 }
