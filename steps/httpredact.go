@@ -92,10 +92,11 @@ func (r *redactor) text(s string) string {
 // secret across the cut is seen whole: blanking happens before cutting.
 func (r *redactor) snippet(b []byte, n int) string {
 	var out strings.Builder
-	for i := 0; i < len(b) && i < n; {
-		j := slices.IndexFunc(r.secrets, func(s string) bool { return bytes.HasPrefix(b[i:], []byte(s)) })
+	body := string(b)
+	for i := 0; i < len(body) && i < n; {
+		j := slices.IndexFunc(r.secrets, func(s string) bool { return strings.HasPrefix(body[i:], s) })
 		if j < 0 {
-			out.WriteByte(b[i])
+			out.WriteByte(body[i])
 			i++
 			continue
 		}
