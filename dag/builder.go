@@ -171,8 +171,9 @@ func Compensate(h steps.Handler) StepOption {
 // evaluated when the step becomes ready; false skips it. See
 // [Step.EvalWhen] for the environment and the handling of missing fields.
 // It is compiled by Build: a condition that does not compile, or that has
-// more than [MaxWhenNodes] nodes, is a build error. The engine runs it
-// under a time budget (engine.Config.WhenBudget).
+// more than [MaxWhenNodes] nodes, is a build error. The engine runs it,
+// as every expression, under a time budget (engine.Config.WhenBudget,
+// see [WithExprBudget]).
 func When(expr string) StepOption { return func(c *stepConfig) { c.when = expr } }
 
 // Queue sets the queue the step's tasks go to (default: the workflow's

@@ -182,14 +182,9 @@ func (s *Subscription) Match(ctx context.Context, payload json.RawMessage) (bool
 		return fail("decode payload: %v", err)
 	}
 	env := filterEnv{Event: ev, Stop: new(atomic.Bool)}
-	defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
-	res, err := expr.Run(s.prog.prog, env)
-	if env.Stop.Load() || errors.Is(err, errStopped) {
-		return fail("stopped: %v", context.Cause(ctx))
-	}
+	res, err := evaluate(ctx, s.prog.prog, env, env.Stop)
 	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return fail("%s", msg)
+		return fail("%v", err)
 	}
 	switch r := res.(type) {
 	case bool:

@@ -3,6 +3,7 @@ package dag_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,4 +89,21 @@ func ExampleWorkflow_CompensationOrder() {
 	fmt.Println(w.CompensationOrder(map[string]bool{"reserve": true, "charge": true, "points": true}))
 	// Output:
 	// [[points charge] [reserve]]
+}
+
+// A time budget for each expression evaluated under a context: a
+// condition that loops over its data inside a loop over it stops at the
+// budget with an *ExprBudgetError instead of running for minutes.
+func ExampleWithExprBudget() {
+	w, err := dag.New("w").Step("s", noop, dag.When("all(input.xs, {all(input.xs, {# >= 0})})")).Build()
+	if err != nil {
+		panic(err)
+	}
+	xs := make([]int, 20000)
+	in, _ := json.Marshal(map[string]any{"xs": xs})
+	ctx := dag.WithExprBudget(context.Background(), 50*time.Millisecond, "my budget")
+	_, err = w.Step("s").EvalWhen(ctx, in, nil)
+	var be *dag.ExprBudgetError
+	fmt.Println(errors.As(err, &be), be)
+	// Output: true dag: expression ran over its time budget of 50ms (my budget)
 }

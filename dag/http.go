@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 
-	"github.com/expr-lang/expr"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dagflow/dagflow/internal/yamlwalk"
@@ -65,8 +63,9 @@ func compileBody(src string) (*bodyTemplate, error) {
 }
 
 // render evaluates the template for an attempt. Data the template does
-// not fit is a permanent failure (the next attempt has the same data);
-// an evaluation its context stopped (the step's timeout) is not.
+// not fit is a permanent failure (the next attempt has the same data),
+// and so is an evaluation that runs over its budget (WithExprBudget); an
+// evaluation its context stopped (the step's timeout) is not.
 func (b *bodyTemplate) render(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
 	fail := func(format string, args ...any) error {
 		return steps.Permanent(fmt.Errorf("dag: step %q: body %q: %s", sc.Step, b.src, fmt.Sprintf(format, args...)))
@@ -90,14 +89,15 @@ func (b *bodyTemplate) render(ctx context.Context, sc steps.Context) (json.RawMe
 		stepEnv[name] = map[string]any{"output": out}
 	}
 	env := whenEnv{Input: in, Steps: stepEnv, Stop: new(atomic.Bool)}
-	defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
-	res, err := expr.Run(b.cond.prog, env)
-	if env.Stop.Load() || errors.Is(err, errStopped) {
-		return nil, fmt.Errorf("dag: step %q: body: %w", sc.Step, context.Cause(ctx))
-	}
-	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, fail("%s", msg)
+	res, err := evaluate(ctx, b.cond.prog, env, env.Stop)
+	var se *stopError
+	switch {
+	case errors.As(err, &se) && overBudget(se):
+		return nil, steps.Permanent(fmt.Errorf("dag: step %q: body %q: %w", sc.Step, b.src, se))
+	case se != nil:
+		return nil, fmt.Errorf("dag: step %q: body: %w", sc.Step, se.cause)
+	case err != nil:
+		return nil, fail("%v", err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/expr-lang/expr"
 )
 
 // Limits is a step's own flow control, held across every node by the
@@ -131,14 +128,9 @@ func (s *Step) LimitKeys(ctx context.Context, input json.RawMessage) (key, rateK
 			return "", nil
 		}
 		env := whenEnv{Input: in, Stop: new(atomic.Bool)}
-		defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
-		res, err := expr.Run(c.prog, env)
-		if err == nil && env.Stop.Load() {
-			err = context.Cause(ctx)
-		}
+		res, err := evaluate(ctx, c.prog, env, env.Stop)
 		if err != nil {
-			msg, _, _ := strings.Cut(err.Error(), "\n")
-			return "", fmt.Errorf("dag: workflow %q: step %q: limit key %q: %s", s.workflow, s.Name, src, msg)
+			return "", fmt.Errorf("dag: workflow %q: step %q: limit key %q: %w", s.workflow, s.Name, src, err)
 		}
 		switch r := res.(type) {
 		case nil:

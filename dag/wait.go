@@ -231,16 +231,7 @@ func evalValue(ctx context.Context, prog *vm.Program, input json.RawMessage, out
 		stepEnv[name] = map[string]any{"output": out}
 	}
 	env := whenEnv{Input: in, Steps: stepEnv, Stop: new(atomic.Bool)}
-	defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
-	res, err := expr.Run(prog, env)
-	if env.Stop.Load() || errors.Is(err, errStopped) {
-		return nil, fmt.Errorf("stopped: %w", context.Cause(ctx))
-	}
-	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, errors.New(msg)
-	}
-	return res, nil
+	return evaluate(ctx, prog, env, env.Stop)
 }
 
 // CorrelationValue evaluates a WaitEvent step's Correlate expression for
@@ -252,7 +243,7 @@ func (w *Wait) CorrelationValue(ctx context.Context, input json.RawMessage, outp
 	}
 	v, err := evalValue(ctx, w.corr, input, outputs)
 	if err != nil {
-		return "", fmt.Errorf("%w: correlate %q: %v", ErrEvalCondition, w.Correlate, err)
+		return "", fmt.Errorf("%w: correlate %q: %w", ErrEvalCondition, w.Correlate, err)
 	}
 	s, ok := CorrelationText(v)
 	if !ok {
@@ -295,7 +286,7 @@ func (w *Wait) ChildInput(ctx context.Context, input json.RawMessage, outputs ma
 	}
 	v, err := evalValue(ctx, w.input, input, outputs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: child input %q: %v", ErrEvalCondition, w.Input, err)
+		return nil, fmt.Errorf("%w: child input %q: %w", ErrEvalCondition, w.Input, err)
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -312,7 +303,7 @@ func (w *Wait) WakeAt(ctx context.Context, ready time.Time, input json.RawMessag
 	}
 	v, err := evalValue(ctx, w.until, input, outputs)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: sleep until %q: %v", ErrEvalCondition, w.Until, err)
+		return time.Time{}, fmt.Errorf("%w: sleep until %q: %w", ErrEvalCondition, w.Until, err)
 	}
 	switch x := v.(type) {
 	case time.Time:

@@ -190,11 +190,12 @@ func contains(list []string, s string) bool {
 // will not fix: the engine fails the step as it would for a permanent
 // error.
 //
-// The evaluation stops when ctx ends, within one iteration of the loop it
-// is in, and returns an error that wraps ErrEvalCondition and ctx's cause
-// (context.Cause): give ctx a deadline to bound the CPU time a condition
-// may take on hostile or unexpectedly large data. No goroutine is left
-// running.
+// The evaluation stops when ctx ends, or runs over ctx's budget
+// ([WithExprBudget]), within one iteration of the loop it is in, and
+// returns an error that wraps ErrEvalCondition and ctx's cause
+// (context.Cause), or the *[ExprBudgetError]: give ctx a budget to bound
+// the CPU time a condition may take on hostile or unexpectedly large
+// data. No goroutine is left running.
 func (s *Step) EvalWhen(ctx context.Context, input json.RawMessage, outputs map[string]json.RawMessage) (bool, error) {
 	if s.cond == nil {
 		return true, nil
@@ -202,12 +203,11 @@ func (s *Step) EvalWhen(ctx context.Context, input json.RawMessage, outputs map[
 	fail := func(format string, args ...any) (bool, error) {
 		return false, &sentinelError{sentinel: ErrEvalCondition, msg: s.failMsg(format, args...)}
 	}
-	stopped := func() (bool, error) {
-		cause := context.Cause(ctx)
-		return false, &stoppedError{msg: s.failMsg("stopped: %v", cause), cause: cause}
+	stopped := func(se *stopError) (bool, error) {
+		return false, &stoppedError{msg: s.failMsg("%v", se), cause: se.cause}
 	}
 	if ctx.Err() != nil {
-		return stopped()
+		return stopped(&stopError{cause: context.Cause(ctx)})
 	}
 	in, err := decodeJSON(input)
 	if err != nil {
@@ -225,19 +225,13 @@ func (s *Step) EvalWhen(ctx context.Context, input json.RawMessage, outputs map[
 		stepEnv[name] = map[string]any{"output": out}
 	}
 	env := whenEnv{Input: in, Steps: stepEnv, Stop: new(atomic.Bool)}
-	defer context.AfterFunc(ctx, func() { env.Stop.Store(true) })()
-	if ctx.Err() != nil {
-		return stopped()
-	}
-	res, err := expr.Run(s.cond.prog, env)
-	if env.Stop.Load() || errors.Is(err, errStopped) {
-		// Cut short, or only just done: either way ctx ended, and a
-		// builtin that recovers panics may have hidden the stop.
-		return stopped()
+	res, err := evaluate(ctx, s.cond.prog, env, env.Stop)
+	var se *stopError
+	if errors.As(err, &se) {
+		return stopped(se)
 	}
 	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return fail("%s", msg)
+		return fail("%v", err)
 	}
 	switch r := res.(type) {
 	case bool:

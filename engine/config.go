@@ -157,11 +157,14 @@ type Config struct {
 	// 5s. Negative: no grace, Stop abandons them as soon as its context
 	// ends.
 	StopGrace time.Duration
-	// WhenBudget bounds how long a step's `when` condition may run on one
-	// attempt. The condition runs as part of the attempt, under the
-	// step's timeout and heartbeat; one that runs over its budget fails
-	// the step at once, as a condition error and without retries (the
-	// same data would run over again). Default 500ms
+	// WhenBudget bounds how long each expression the engine evaluates may
+	// run: a step's `when` condition, an HTTP step's body, a wait's
+	// correlate, a sleep's until, a child's input, a limit key and an
+	// event filter, each evaluation on its own (dag.WithExprBudget). They
+	// run as part of the attempt, under the step's timeout and heartbeat;
+	// one that runs over its budget fails the step at once, without
+	// retries (the same data would run over again), and an event filter
+	// that does counts as not matching. Default 500ms
 	// (DefaultWhenBudget).
 	WhenBudget time.Duration
 	// MaxStepInput bounds what one step receives: the run's input and the
@@ -234,8 +237,9 @@ const (
 	// enough for a handler that checks its context between short calls,
 	// short enough for a deploy's kill timeout.
 	DefaultStopGrace = 5 * time.Second
-	// DefaultWhenBudget bounds how long a step's `when` condition may run
-	// (Config.WhenBudget). A condition is a test on a run's data: one pass
+	// DefaultWhenBudget bounds how long an expression, a step's `when`
+	// condition say, may run (Config.WhenBudget). A condition is a test
+	// on a run's data: one pass
 	// over the largest payload the stores accept (1 MiB by default) takes
 	// a few tens of milliseconds; 500ms leaves ten times that for a busy
 	// machine, and caps what a condition that loops over its data inside

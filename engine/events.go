@@ -300,9 +300,7 @@ func (e *Engine) matches(ctx context.Context, sub *dag.Subscription, payload []b
 	if sub.Filter == "" {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.WhenBudget)
-	defer cancel()
-	ok, err := sub.Match(ctx, payload)
+	ok, err := sub.Match(e.exprBudget(ctx), payload)
 	if err != nil {
 		e.log.Warn("an event filter failed on a payload; no run started", "event", sub.Event, "err", err)
 		return false

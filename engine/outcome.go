@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/dag"
@@ -268,12 +270,23 @@ func errorText(err error) string {
 	return err.Error()
 }
 
+// maxErrorLine is the most of an error's first line that goes into a log
+// line, a span's status or a run's error: an error can quote what a user
+// or a remote server chose (a handler's message, a Location), which can
+// be megabytes. The attempt's history keeps up to the store's limit.
+const maxErrorLine = 2 << 10
+
+// firstLine is err's first line, cut to maxErrorLine bytes (on a rune
+// boundary) with the error's length when it was cut.
 func firstLine(err error) string {
 	s := err.Error()
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return s[:i]
-		}
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) <= maxErrorLine {
+		return line
 	}
-	return s
+	cut := maxErrorLine
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", line[:cut], len(s))
 }

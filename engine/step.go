@@ -103,8 +103,8 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 		return e.park(ctx, ex, res, sc, sdef, w, log)
 	}
 	h := sdef.Handler
-	if sdef.When != "" {
-		h = e.conditional(sdef)
+	if sdef.When != "" || hasLimitKeys(sdef) {
+		h = e.guarded(sdef)
 	}
 
 	var started time.Time
@@ -135,18 +135,19 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 // the step's handler, when the condition is false: the step is skipped.
 var errWhenFalse = errors.New("engine: when is false")
 
-// conditional wraps a step's handler with its `when` condition, so that
-// the condition runs as part of the attempt: under the step's timeout and
-// heartbeat (the lease stays alive while it runs, and a lost lease or
-// Stop ends it), within Config.WhenBudget. A condition that fails, or
-// runs over its budget, fails the step as a permanent error: the same
-// data would fail again.
-func (e *Engine) conditional(sdef *dag.Step) steps.Handler {
-	budget := e.cfg.WhenBudget
+// guarded wraps a step's handler with the expressions the engine
+// evaluates for it in the attempt, so that they run under the step's
+// timeout and heartbeat (the lease stays alive while they run, and a lost
+// lease or Stop ends them), each within Config.WhenBudget: its limit keys
+// (see keysOverBudget) and its `when` condition. A condition that fails,
+// or an expression that runs over its budget, fails the step as a
+// permanent error: the same data would fail again.
+func (e *Engine) guarded(sdef *dag.Step) steps.Handler {
 	return steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
-		cctx, cancel := context.WithTimeoutCause(ctx, budget, &whenBudgetError{budget: budget})
-		run, err := sdef.EvalWhen(cctx, sc.Input, sc.Outputs)
-		cancel()
+		if err := keysOverBudget(ctx, sdef, sc.Input); err != nil {
+			return nil, steps.Permanent(err)
+		}
+		run, err := sdef.EvalWhen(ctx, sc.Input, sc.Outputs)
 		if err != nil {
 			return nil, steps.Permanent(err)
 		}
@@ -157,12 +158,32 @@ func (e *Engine) conditional(sdef *dag.Step) steps.Handler {
 	})
 }
 
-// whenBudgetError is the cause of a condition's context that reached
-// Config.WhenBudget.
-type whenBudgetError struct{ budget time.Duration }
+// hasLimitKeys reports whether s has a limit key expression.
+func hasLimitKeys(s *dag.Step) bool {
+	return s.Limits != nil && (s.Limits.Key != "" || s.Limits.RateKey != "")
+}
 
-func (e *whenBudgetError) Error() string {
-	return fmt.Sprintf("engine: when condition ran over its time budget of %v (Config.WhenBudget)", e.budget)
+// keysOverBudget evaluates s's limit keys again, as the attempt starts,
+// and returns the error of one that runs over its budget. A key that
+// did so when its task was enqueued was held under the empty key (a key
+// that does not evaluate counts as empty, see stepLimit); here it ends
+// the step instead of costing a budget at each retry's enqueue.
+func keysOverBudget(ctx context.Context, s *dag.Step, input json.RawMessage) error {
+	if !hasLimitKeys(s) {
+		return nil
+	}
+	_, _, err := s.LimitKeys(ctx, input)
+	var be *dag.ExprBudgetError
+	if errors.As(err, &be) {
+		return err
+	}
+	return nil
+}
+
+// exprBudget gives ctx the budget of every expression evaluated under
+// it (Config.WhenBudget).
+func (e *Engine) exprBudget(ctx context.Context) context.Context {
+	return dag.WithExprBudget(ctx, e.cfg.WhenBudget, "Config.WhenBudget")
 }
 
 // handlerContext is what a claimed attempt's handler (its compensation's,
@@ -207,7 +228,7 @@ func outcomeOf(s persistence.StepStatus) dag.Outcome {
 // execute runs a handler with the step's timeout while a heartbeat keeps
 // the lease; a lost lease or a run that stopped running cancels it.
 func (e *Engine) execute(ctx context.Context, ex *execution, h steps.Handler, timeout time.Duration, sc steps.Context) (json.RawMessage, error) {
-	hctx, cancel := context.WithCancelCause(ctx)
+	hctx, cancel := context.WithCancelCause(e.exprBudget(ctx))
 	e.inflightMu.Lock()
 	ex.cancel = cancel
 	e.inflightMu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
@@ -19,9 +18,6 @@ import (
 // the task is enqueued. The dequeue script holds them before the lease,
 // as it holds a queue's limits. A queue without such a step pays nothing:
 // its tasks are enqueued as they were, without a store read.
-
-// keyEvalTimeout bounds the evaluation of one step's limit keys.
-const keyEvalTimeout = time.Second
 
 // markStepLimited records that queue holds a step with limits. Called
 // with e.mu held.
@@ -153,9 +149,7 @@ func (e *Engine) stepLimit(ctx context.Context, id string, known map[string]pers
 	if s == nil || s.Limits == nil {
 		return nil, nil
 	}
-	ectx, cancel := context.WithTimeout(ctx, keyEvalTimeout)
-	defer cancel()
-	key, rateKey, err := s.LimitKeys(ectx, run.Input)
+	key, rateKey, err := s.LimitKeys(e.exprBudget(ctx), run.Input)
 	if err != nil {
 		// A key that does not evaluate is the empty key: the step is
 		// still held by its limit, with the others whose key is missing.

@@ -36,8 +36,10 @@ var ErrNotWaiting = fmt.Errorf("engine: step is not waiting for a signal: %w", p
 // payload. An expression that fails on the run's data fails the step as
 // a permanent error, as a `when` does.
 func (e *Engine) park(ctx context.Context, ex *execution, res persistence.StepClaimResult, sc steps.Context, sdef *dag.Step, w *dag.Workflow, log *slog.Logger) bool {
-	eval, cancel := context.WithTimeoutCause(ctx, e.cfg.WhenBudget, &whenBudgetError{budget: e.cfg.WhenBudget})
-	defer cancel()
+	eval := e.exprBudget(ctx)
+	if err := keysOverBudget(eval, sdef, sc.Input); err != nil {
+		return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
+	}
 	if sdef.When != "" {
 		run, err := sdef.EvalWhen(eval, sc.Input, sc.Outputs)
 		if err != nil {

@@ -76,7 +76,7 @@ func TestWhenBudget(t *testing.T) {
 		if len(atts) != 1 || atts[0].Outcome != persistence.OutcomeFailed {
 			t.Fatalf("attempts of s = %+v; want one, failed", atts)
 		}
-		want := `dag: workflow "hostile": step "s": when "` + hostileWhen + `": when condition failed: stopped: engine: when condition ran over its time budget of 1.5s (Config.WhenBudget)`
+		want := `dag: workflow "hostile": step "s": when "` + hostileWhen + `": when condition failed: stopped: dag: expression ran over its time budget of 1.5s (Config.WhenBudget)`
 		if !strings.Contains(atts[0].Error, want) {
 			t.Errorf("attempt error = %q; want it to contain %q", atts[0].Error, want)
 		}

@@ -42,8 +42,8 @@ var HTTPMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 //
 //   - 2xx: success. A body that is JSON is the step's output as it is; any
 //     other body is the output as a JSON string of its text; an empty
-//     body is no output. A body over MaxResponseBytes is a permanent
-//     failure.
+//     body is no output; a header value the body echoes is blanked (see
+//     below). A body over MaxResponseBytes is a permanent failure.
 //   - 3xx: redirects are not followed (the step's headers, secrets
 //     included, would go to another address): a permanent failure naming
 //     the Location.
@@ -52,9 +52,14 @@ var HTTPMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 //     MaxRetryAfter when it has one, else after the step's backoff.
 //   - any other status: a permanent failure (the step is dead-lettered).
 //
-// Failures quote the status and the first bytes of the body; header
-// values are never part of an error, and a value taken from the
-// environment is blanked out of a quoted body that echoes it.
+// Failures quote the status and the first bytes of the body, and a
+// redirect its Location, each cut to a few hundred bytes. The step's
+// header values are blanked, as "[redacted]", out of everything it stores
+// (errors and output) before anything is cut: every value taken from the
+// environment, and the whole value of every header of 8 bytes or more
+// but Accept, Accept-Encoding, Accept-Language, Content-Type and
+// User-Agent. A JSON output with a value blanked is encoded again (its
+// object keys sorted), so it stays JSON.
 type HTTP struct {
 	// URL is the absolute http or https address to call.
 	URL string
@@ -210,10 +215,11 @@ func (h *HTTP) Handle(ctx context.Context, sc Context) (json.RawMessage, error) 
 	if err := h.Check(); err != nil {
 		return nil, Permanent(fmt.Errorf("steps: step %q: %s", sc.Step, unprefixed(err)))
 	}
-	headers, secrets, err := h.resolveHeaders()
+	headers, env, err := h.resolveHeaders()
 	if err != nil {
 		return nil, Permanent(fmt.Errorf("steps: step %q: %w", sc.Step, err))
 	}
+	red := newRedactor(headers, env)
 	var body io.Reader
 	if h.Body != nil {
 		b, err := h.Body(ctx, sc)
@@ -253,45 +259,48 @@ func (h *HTTP) Handle(ctx context.Context, sc Context) (json.RawMessage, error) 
 	if limit == 0 {
 		limit = DefaultHTTPMaxResponseBytes
 	}
+	// The status line is the server's: it may echo a secret, or be long.
+	status := capped(red.text(resp.Status), httpErrorSnippet)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, h.statusError(resp, secrets, fail)
+		return nil, h.statusError(resp, status, red, fail)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fail("%s: reading the body: %v", resp.Status, err)
+		return nil, fail("%s: reading the body: %v", status, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, Permanent(fail("%s: response body larger than %d bytes (max_response_bytes)", resp.Status, limit))
+		return nil, Permanent(fail("%s: response body larger than %d bytes (max_response_bytes)", status, limit))
 	}
 	switch {
 	case len(bytes.TrimSpace(b)) == 0:
 		return nil, nil
 	case json.Valid(b):
-		return b, nil
+		return red.json(b), nil
 	}
 	// Not JSON: the text, as a JSON string (invalid UTF-8 becomes U+FFFD).
-	s, err := json.Marshal(string(b))
+	s, err := json.Marshal(red.text(string(b)))
 	if err != nil {
-		return nil, Permanent(fail("%s: encoding the body: %v", resp.Status, err))
+		return nil, Permanent(fail("%s: encoding the body: %v", status, err))
 	}
 	return s, nil
 }
 
-// statusError is the error of a response that is not a success.
-func (h *HTTP) statusError(resp *http.Response, secrets []string, fail func(string, ...any) error) error {
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorSnippet))
-	text := strings.ToValidUTF8(strings.TrimSpace(string(snippet)), "\uFFFD")
-	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, "[redacted]")
-	}
-	msg := resp.Status
+// statusError is the error of a response that is not a success. What
+// the server chose (the status line, the Location, the body) has the
+// step's secrets blanked, then is cut to httpErrorSnippet bytes.
+func (h *HTTP) statusError(resp *http.Response, status string, red *redactor, fail func(string, ...any) error) error {
+	// Read past the cut by a secret's length, to blank one across it.
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, int64(httpErrorSnippet+max(red.longest()-1, 0))))
+	text := red.snippet(snippet, httpErrorSnippet)
+	msg := status
 	if text != "" {
 		msg += ": " + text
 	}
 	code := resp.StatusCode
 	switch {
 	case code >= 300 && code <= 399:
-		return Permanent(fail("%s: redirect to %s not followed (point url at the final address)", resp.Status, resp.Header.Get("Location")))
+		loc := capped(red.text(resp.Header.Get("Location")), httpErrorSnippet)
+		return Permanent(fail("%s: redirect to %s not followed (point url at the final address)", status, loc))
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		err := fail("%s", msg)
 		if d, ok := h.retryAfter(resp.Header.Get("Retry-After")); ok {
