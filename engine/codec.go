@@ -228,3 +228,21 @@ func (e *Engine) storedCorrelation(ctx context.Context, v string) (string, []str
 	}
 	return hs[0], hs[1:], nil
 }
+
+// encodeSchedule encodes a schedule's input for the store.
+func (e *Engine) encodeSchedule(ctx context.Context, sc *persistence.Schedule) error {
+	var err error
+	if sc.Input, err = e.encodePayload(ctx, codec.Input, sc.Input); err != nil {
+		return fmt.Errorf("engine: schedule %q: %w", sc.Name, err)
+	}
+	return nil
+}
+
+// decodeSchedule decodes a schedule's input read from the store.
+func (e *Engine) decodeSchedule(ctx context.Context, sc *persistence.Schedule) error {
+	var err error
+	if sc.Input, err = e.decodePayload(ctx, codec.Input, sc.Input); err != nil {
+		return fmt.Errorf("engine: schedule %q: input: %w", sc.Name, err)
+	}
+	return nil
+}
