@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dagflow/dagflow/codec/aesgcm"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
@@ -154,6 +156,54 @@ func TestCodecConcurrencyKeyPerCustomer(t *testing.T) {
 		}
 		if got := maxOverlap(append(a, bb...)); got < 2 {
 			t.Errorf("at most %d step ran at once: customers a and b did not run in parallel (one key for all)", got)
+		}
+	})
+}
+
+// A key rotation strands no wait: a node whose current key is newer
+// matches a wait parked, and an event published, under the older key.
+func TestCodecCorrelationAcrossKeyRotation(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		k1, k2 := bytes.Repeat([]byte{7}, aesgcm.KeySize), bytes.Repeat([]byte{8}, aesgcm.KeySize)
+		before, err := aesgcm.New("k1", map[string][]byte{"k1": k1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := aesgcm.New("k2", map[string][]byte{"k1": k1, "k2": k2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shipped, released sync.Map
+		o := b.opts(t)
+		o.Workflows = []*dag.Workflow{paymentWorkflow(t, &shipped, &released)}
+		o.Configure = func(c *engine.Config) { c.Codec = before }
+		old := enginetest.New(t, o)
+		ctx := context.Background()
+		runA := old.Trigger(t, "payment", map[string]any{"order_id": "MRKROT-A"})
+		waitParked(t, old.Engine, runA, "paid")
+		if _, err := old.Engine.Publish(ctx, "payment.captured", map[string]any{"amount": 2}, engine.Correlation("MRKROT-B")); err != nil {
+			t.Fatal(err)
+		}
+		if err := old.Engine.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		o.Store, o.Redis, o.Prefix, o.Clock = old.Store, old.Redis, old.Prefix, old.Clock
+		o.Configure = func(c *engine.Config) { c.Codec = after }
+		rotated := enginetest.New(t, o)
+		if _, err := rotated.Engine.Publish(ctx, "payment.captured", map[string]any{"amount": 1}, engine.Correlation("MRKROT-A")); err != nil {
+			t.Fatal(err)
+		}
+		info := rotated.Wait(t, runA)
+		rotated.AssertRun(t, info, persistence.RunSucceeded)
+		if paid := stepOf(t, info, "paid"); string(paid.Output) != `{"amount":1}` || paid.Attempt != 1 {
+			t.Errorf("a wait parked under k1: paid = attempt %d, output %s; want the event's payload on the first attempt (no timeout)", paid.Attempt, paid.Output)
+		}
+		runB := rotated.Trigger(t, "payment", map[string]any{"order_id": "MRKROT-B"})
+		info = rotated.Wait(t, runB)
+		rotated.AssertRun(t, info, persistence.RunSucceeded)
+		if paid := stepOf(t, info, "paid"); string(paid.Output) != `{"amount":2}` || paid.Attempt != 1 {
+			t.Errorf("an event published under k1: paid = attempt %d, output %s; want its payload on the first attempt", paid.Attempt, paid.Output)
 		}
 	})
 }
