@@ -16,6 +16,10 @@ const (
 	// run: UTF-8 text, not JSON. Texts the engine or the store writes on
 	// their own ("cancelled", a lost worker) are not encoded.
 	Error Kind = "error"
+	// Correlation is an event's correlation value, or the value a step
+	// waits for (dag.WaitFor): UTF-8 text. It is hashed (Hasher), never
+	// encoded: the store matches it by equality.
+	Correlation Kind = "correlation"
 )
 
 // Codec encodes payloads before the engine writes them to the store and
@@ -39,4 +43,20 @@ const (
 type Codec interface {
 	Encode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
 	Decode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
+}
+
+// Hasher is implemented by a codec that also hashes the values the store
+// matches by equality rather than reads back: the correlation values of
+// events and of the steps waiting for them. The store then holds a keyed
+// hash of each, not the value, and a wait still matches exactly its value.
+// A codec without it leaves them in clear.
+//
+// Hash returns data's keyed hash under each of the codec's keys, the
+// current key's first: the first is stored, and a stored value equal to
+// any of them matches (so that values hashed under an older key match
+// until it is dropped). A key gives equal data one hash and different
+// data different hashes. Each is valid UTF-8, at most 128 bytes. Hash is
+// called concurrently, on the engine's hot path.
+type Hasher interface {
+	Hash(ctx context.Context, kind Kind, data []byte) ([]string, error)
 }

@@ -6,7 +6,8 @@
 // Two uses:
 //
 //   - Encryption at rest: package codec/aesgcm encrypts every payload with
-//     AES-256-GCM under a key id, so keys can rotate.
+//     AES-256-GCM under a key id, so keys can rotate, and hashes the
+//     correlation values the store matches (Hasher).
 //   - Redaction: a codec that drops or masks fields on Encode and returns
 //     its input on Decode keeps the data out of the store for good
 //     (handlers downstream then see the redacted payload too).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/dagflow/dagflow/codec"
@@ -15,8 +16,9 @@ import (
 // The payload codec at the engine's boundary (Config.Codec): inputs,
 // outputs and error texts are encoded before they are written to the
 // store and decoded where the engine reads them (claims, when conditions,
-// Get, Runs, Wait, DeadLetters). Without a codec every function here
-// returns its argument.
+// Get, Runs, Wait, DeadLetters, schedules). Correlation values are
+// hashed, when the codec hashes (storedCorrelation). Without a codec
+// every function here returns its argument.
 
 // maxEncodedErrorText is how much of an error text is given to the codec:
 // an encrypted and base64-encoded 32 KiB fits the store's 64 KiB column,
@@ -192,4 +194,55 @@ func (e *Engine) encodedTooLarge(err error, kind codec.Kind, plain, stored int) 
 		return err
 	}
 	return fmt.Errorf("%w (the codec encoded the %s's %d bytes as %d; the store's limit applies to what it stores)", err, kind, plain, stored)
+}
+
+// maxCorrelationLen is the store's limit on a correlation value, in
+// characters, checked here when the store sees only its hash.
+const maxCorrelationLen = 255
+
+// storedCorrelation returns what the store keeps of a correlation value
+// and the other forms a stored row may have. With a codec that hashes
+// (codec.Hasher) that is the value's keyed hash under the current key,
+// and its hashes under the older keys (aliases, matched and never
+// stored); otherwise the value itself. A value the store would refuse is
+// refused here too (ErrInvalid), as the store cannot see it.
+func (e *Engine) storedCorrelation(ctx context.Context, v string) (string, []string, error) {
+	h, ok := e.cfg.Codec.(codec.Hasher)
+	if !ok || v == "" {
+		return v, nil, nil
+	}
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 || utf8.RuneCountInString(v) > maxCorrelationLen {
+		shown := v
+		if len(shown) > 80 {
+			shown = shown[:80] + "..."
+		}
+		return "", nil, &persistence.ValidationError{Field: "correlation", Value: shown,
+			Reason: fmt.Sprintf("must be valid UTF-8 without NUL, at most %d characters", maxCorrelationLen)}
+	}
+	hs, err := h.Hash(ctx, codec.Correlation, []byte(v))
+	if err == nil && len(hs) == 0 {
+		err = errors.New("the codec returned no hash")
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("hashing the correlation: %w", err)
+	}
+	return hs[0], hs[1:], nil
+}
+
+// encodeSchedule encodes a schedule's input for the store.
+func (e *Engine) encodeSchedule(ctx context.Context, sc *persistence.Schedule) error {
+	var err error
+	if sc.Input, err = e.encodePayload(ctx, codec.Input, sc.Input); err != nil {
+		return fmt.Errorf("engine: schedule %q: %w", sc.Name, err)
+	}
+	return nil
+}
+
+// decodeSchedule decodes a schedule's input read from the store.
+func (e *Engine) decodeSchedule(ctx context.Context, sc *persistence.Schedule) error {
+	var err error
+	if sc.Input, err = e.decodePayload(ctx, codec.Input, sc.Input); err != nil {
+		return fmt.Errorf("engine: schedule %q: input: %w", sc.Name, err)
+	}
+	return nil
 }

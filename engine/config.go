@@ -140,14 +140,18 @@ type Config struct {
 	// heartbeated lease as expired. Negative disables the check (a fake
 	// clock in tests).
 	MaxClockSkew time.Duration
-	// Codec encodes run inputs, step outputs and error texts before they
-	// are written to the store, and decodes them where the engine reads
-	// them: handlers, when conditions, and the results of Get, Wait, Runs
-	// and DeadLetters. Package codec/aesgcm encrypts them; a codec may
-	// also redact. Every node sharing a store needs a codec that decodes
+	// Codec encodes run inputs, step outputs, error texts, event
+	// payloads and schedules' inputs before they are written to the
+	// store, and decodes them where the engine reads them: handlers, when
+	// conditions, limit keys, and the results of Get, Wait, Runs,
+	// DeadLetters and Schedules. A codec that also hashes (codec.Hasher,
+	// as codec/aesgcm does) has correlation values stored as keyed
+	// hashes. Package codec/aesgcm encrypts them; a codec may also
+	// redact. Every node sharing a store needs a codec that decodes
 	// every payload stored (with an encrypting codec: every key still in
 	// use). Default none: payloads are stored as they are. Run metadata
-	// is not encoded: keep it free of secrets.
+	// (names, ids, idempotency keys) is not encoded: keep it free of
+	// secrets.
 	Codec codec.Codec
 	// StopGrace is how long Stop waits, once its context has ended and
 	// the running steps were cancelled and their leases released, for

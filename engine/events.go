@@ -47,7 +47,9 @@ type publishOptions struct {
 // an event of this name (dag.WaitFor) whose Correlate expression has
 // this value complete with the event's payload as their output, in the
 // event's transaction. A step that starts waiting later finds the event
-// within Config.EventLookback. At most 255 characters.
+// within Config.EventLookback. At most 255 characters. With a codec
+// that hashes (Config.Codec, codec.Hasher) the store keeps a keyed hash
+// of it, not the value.
 func Correlation(v string) PublishOption { return func(o *publishOptions) { o.correlation = v } }
 
 // EventID names the event: however often, and on however many nodes, an
@@ -255,7 +257,10 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 	if err != nil {
 		return persistence.EventCreateParams{}, nil, err
 	}
-	p := persistence.EventCreateParams{ID: o.id, Name: name, Payload: stored, Now: e.clock.Now(), Correlation: o.correlation}
+	p := persistence.EventCreateParams{ID: o.id, Name: name, Payload: stored, Now: e.clock.Now()}
+	if p.Correlation, p.CorrelationAliases, err = e.storedCorrelation(ctx, o.correlation); err != nil {
+		return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
+	}
 	if o.correlation != "" {
 		if p.WaitOutput, err = e.encodePayload(ctx, codec.Output, raw); err != nil {
 			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -192,6 +193,11 @@ func (e *Engine) syncSchedules(ctx context.Context) error {
 	e.schedMu.Lock()
 	decls := append([]persistence.Schedule(nil), e.schedDecls...)
 	e.schedMu.Unlock()
+	for i := range decls {
+		if err := e.encodeSchedule(ctx, &decls[i]); err != nil {
+			return err
+		}
+	}
 	if err := e.scheduler().Sync(ctx, decls); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -245,13 +251,29 @@ const scheduleNext = 5
 // Schedules lists the stored schedules, by name, each with its next five
 // fire times.
 func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
-	return e.scheduler().List(ctx, scheduleNext)
+	list, err := e.scheduler().List(ctx, scheduleNext)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if err := e.decodeSchedule(ctx, &list[i].Schedule); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
 }
 
 // GetSchedule returns one stored schedule with its next five fire times;
 // an unknown name gives an error wrapping persistence.ErrScheduleNotFound.
 func (e *Engine) GetSchedule(ctx context.Context, name string) (ScheduleInfo, error) {
-	return e.scheduler().Get(ctx, name, scheduleNext)
+	si, err := e.scheduler().Get(ctx, name, scheduleNext)
+	if err != nil {
+		return si, err
+	}
+	if err := e.decodeSchedule(ctx, &si.Schedule); err != nil {
+		return ScheduleInfo{}, err
+	}
+	return si, nil
 }
 
 // ScheduleHistory returns a schedule's latest ticks (fired, skipped,
@@ -301,9 +323,13 @@ type engineStarter struct{ e *Engine }
 func (s engineStarter) CanStart(workflow string) bool { return s.e.Workflow(workflow) != nil }
 
 func (s engineStarter) Start(ctx context.Context, r cron.StartRequest) (string, error) {
+	plain, err := s.e.decodePayload(ctx, codec.Input, r.Input)
+	if err != nil {
+		return "", fmt.Errorf("engine: schedule %q: input: %w", r.Schedule, err)
+	}
 	var input any
-	if r.Input != nil {
-		input = json.RawMessage(r.Input)
+	if plain != nil {
+		input = json.RawMessage(plain)
 	}
 	var created bool
 	id, err := s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), FromSchedule(r.Schedule, r.Tick), Created(&created))

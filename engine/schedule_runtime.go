@@ -88,6 +88,9 @@ func (e *Engine) CreateSchedule(ctx context.Context, d ScheduleDefinition) (Sche
 	if err := e.checkSchedule(ctx, sc); err != nil {
 		return ScheduleInfo{}, err
 	}
+	if err := e.encodeSchedule(ctx, &sc); err != nil {
+		return ScheduleInfo{}, err
+	}
 	now := e.clock.Now()
 	sc.CreatedAt, sc.UpdatedAt = now, now
 	if _, err := e.store.ScheduleCreate(ctx, sc); err != nil {
@@ -108,6 +111,11 @@ func (e *Engine) EditSchedule(ctx context.Context, name string, c ScheduleChange
 	sc, err := e.store.ScheduleGet(ctx, name)
 	if err != nil {
 		return ScheduleInfo{}, fmt.Errorf("engine: edit schedule %q: %w", name, err)
+	}
+	// Decoded and encoded again: an input stored before the codec was
+	// configured is encoded by the edit.
+	if err := e.decodeSchedule(ctx, &sc); err != nil {
+		return ScheduleInfo{}, err
 	}
 	old := sc
 	if c.Spec != nil {
@@ -137,6 +145,9 @@ func (e *Engine) EditSchedule(ctx context.Context, name string, c ScheduleChange
 		return ScheduleInfo{}, err
 	}
 	reset := sc.Spec != old.Spec || sc.TimeZone != old.TimeZone
+	if err := e.encodeSchedule(ctx, &sc); err != nil {
+		return ScheduleInfo{}, err
+	}
 	if _, err := e.store.ScheduleEdit(ctx, persistence.ScheduleEditParams{Schedule: sc, ResetCursor: reset, Now: e.clock.Now()}); err != nil {
 		return ScheduleInfo{}, scheduleStoreErr(name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/queue"
@@ -14,10 +15,11 @@ import (
 // Per-step limits (dag.ConcurrencyKey, dag.RateLimit): a queue that
 // holds a registered step with limits of its own is made a PerTask queue
 // (queue.Limit.PerTask), and the forward tasks of its steps carry their
-// limit (queue.TaskLimit), with the keys evaluated on the run's input when
-// the task is enqueued. The dequeue script holds them before the lease,
-// as it holds a queue's limits. A queue without such a step pays nothing:
-// its tasks are enqueued as they were, without a store read.
+// limit (queue.TaskLimit), with the keys evaluated on the run's input
+// (decoded, with a codec) when the task is enqueued. The dequeue script
+// holds them before the lease, as it holds a queue's limits. A queue
+// without such a step pays nothing: its tasks are enqueued as they were,
+// without a store read.
 
 // markStepLimited records that queue holds a step with limits. Called
 // with e.mu held.
@@ -149,11 +151,20 @@ func (e *Engine) stepLimit(ctx context.Context, id string, known map[string]pers
 	if s == nil || s.Limits == nil {
 		return nil, nil
 	}
-	key, rateKey, err := s.LimitKeys(e.exprBudget(ctx), run.Input)
-	if err != nil {
-		// A key that does not evaluate is the empty key: the step is
-		// still held by its limit, with the others whose key is missing.
-		e.log.Warn("a step's limit key did not evaluate; the step counts under the empty key", "task", id, "err", err)
+	var key, rateKey string
+	if l := s.Limits; l.Key != "" || l.RateKey != "" {
+		// The keys are read from the input the handler sees, not from
+		// the codec's encoding of it (the same for every run).
+		input, err := e.decodePayload(ctx, codec.Input, run.Input)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.ID, err)
+		}
+		key, rateKey, err = s.LimitKeys(e.exprBudget(ctx), input)
+		if err != nil {
+			// A key that does not evaluate is the empty key: the step is
+			// still held by its limit, with the others whose key is missing.
+			e.log.Warn("a step's limit key did not evaluate; the step counts under the empty key", "task", id, "err", err)
+		}
 	}
 	l := s.Limits
 	tl := &queue.TaskLimit{Rate: l.Rate, Per: l.Per, Burst: l.Burst}

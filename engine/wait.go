@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -133,7 +134,11 @@ func (e *Engine) WhyWaiting(ctx context.Context, runID, step string) (StepWait, 
 		case persistence.WaitSleep:
 			w.Detail = "sleeping until " + stamp(w.DueAt)
 		case persistence.WaitEvent:
-			w.Detail = fmt.Sprintf("waiting for event %q with correlation %q (or a signal)", pw.Event, pw.Correlation)
+			what := "correlation"
+			if _, hashed := e.cfg.Codec.(codec.Hasher); hashed {
+				what = "correlation hash" // the value is not stored
+			}
+			w.Detail = fmt.Sprintf("waiting for event %q with %s %q (or a signal)", pw.Event, what, pw.Correlation)
 		default:
 			w.Detail = "waiting for a signal"
 		}

@@ -58,7 +58,14 @@ func (e *Engine) park(ctx context.Context, ex *execution, res persistence.StepCl
 		if err != nil {
 			return e.stepFailed(ctx, ex, res, sdef, w, steps.Permanent(err), log)
 		}
-		p.Kind, p.Event, p.Correlation, p.EventsSince = persistence.WaitEvent, wt.Event, corr, now
+		stored, aliases, err := e.storedCorrelation(eval, corr)
+		if err != nil {
+			if errors.Is(err, persistence.ErrInvalid) {
+				err = steps.Permanent(err)
+			}
+			return e.stepFailed(ctx, ex, res, sdef, w, fmt.Errorf("step %q: %w", ex.step, err), log)
+		}
+		p.Kind, p.Event, p.Correlation, p.CorrelationAliases, p.EventsSince = persistence.WaitEvent, wt.Event, stored, aliases, now
 		if e.cfg.EventLookback > 0 {
 			p.EventsSince = now.Add(-e.cfg.EventLookback)
 		}

@@ -398,6 +398,12 @@ type EventCreateParams struct {
 	// event's payload as their output in the same transaction (one
 	// indexed lookup; see StepPark).
 	Correlation string
+	// CorrelationAliases are other stored forms of the same correlation
+	// value (the engine's codec hashes it under each of its keys and
+	// stores the current key's hash as Correlation): a row stored with
+	// any of them matches too. They are never stored; each is locked as
+	// Correlation is. At most 16, each a valid correlation.
+	CorrelationAliases []string
 	// WaitOutput is the output the resolved steps get: the payload as an
 	// output (a codec may encode outputs apart from inputs); nil: Payload.
 	WaitOutput []byte
@@ -921,6 +927,12 @@ type StepParkParams struct {
 	// Event and Correlation are what a WaitEvent step waits for.
 	Event       string
 	Correlation string
+	// CorrelationAliases are other stored forms of the same correlation
+	// value (the engine's codec hashes it under each of its keys and
+	// stores the current key's hash as Correlation): a row stored with
+	// any of them matches too. They are never stored; each is locked as
+	// Correlation is. At most 16, each a valid correlation.
+	CorrelationAliases []string
 	// DueAt is when a sleep wakes, or a wait times out; nil for a wait
 	// without a timeout (a sleep must have one).
 	DueAt *time.Time

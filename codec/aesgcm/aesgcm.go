@@ -16,6 +16,15 @@
 // retention, or re-written). With random nonces, use a key for fewer than
 // 2^32 payloads.
 //
+// Correlation values (codec.Hasher) are hashed, not encrypted: HMAC-SHA256
+// under a key derived from each AES key, stored as
+//
+//	dagflow-hmac:v1:<key id>:<base64url(mac)>
+//
+// A value hashed under a key matches while the codec has that key; drop
+// a key only once no step waits on a value hashed under it and no event
+// within the engine's lookback carries one.
+//
 // A payload that is not in this envelope (written before the codec was
 // configured, or a text the engine writes in clear such as "cancelled") is
 // decoded as it is.
@@ -52,9 +61,13 @@ var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 type Codec struct {
 	current string
 	aeads   map[string]cipher.AEAD
+	macs    []macKey // the current key's first, then by id
 }
 
-var _ codec.Codec = (*Codec)(nil)
+var (
+	_ codec.Codec  = (*Codec)(nil)
+	_ codec.Hasher = (*Codec)(nil)
+)
 
 // New returns a codec that encrypts with the key named current and
 // decrypts with any of keys (key id -> 32-byte key). Key ids are 1-64
@@ -82,6 +95,7 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 			continue
 		}
 		c.aeads[id] = aead
+		c.macs = append(c.macs, deriveMACKey(id, key))
 	}
 	if _, ok := keys[current]; !ok {
 		errs = append(errs, fmt.Errorf("aesgcm: current key %q is not among the keys given", current))
@@ -89,6 +103,7 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	sortMACKeys(c.macs, current)
 	return c, nil
 }
 

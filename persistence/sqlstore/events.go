@@ -92,6 +92,9 @@ func (s *Store) planEvent(p persistence.EventCreateParams) ([]runPlan, error) {
 	if err := validCorrelation(p.Correlation); err != nil {
 		return nil, err
 	}
+	if err := validAliases(p.Correlation, p.CorrelationAliases); err != nil {
+		return nil, err
+	}
 	plans := make([]runPlan, 0, len(p.Runs))
 	seen := make(map[string]bool, len(p.Runs))
 	for _, rp := range p.Runs {
@@ -149,10 +152,11 @@ func (s *Store) EventCreateTx(ctx context.Context, tx persistence.DBTX, p persis
 func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventCreateParams, plans []runPlan, dispatched bool) (persistence.EventCreateResult, error) {
 	now := norm(p.Now)
 	ev := persistence.Event{ID: p.ID, Name: p.Name, Payload: nonEmpty(p.Payload), PublishedAt: now, Correlation: p.Correlation}
+	values := correlationValues(p.Correlation, p.CorrelationAliases)
 	if p.Correlation != "" {
 		// Before the event's own row: a park of the same (name,
 		// correlation) takes this lock first too (StepPark).
-		if err := s.lockCorrelation(ctx, q, p.Name, p.Correlation); err != nil {
+		if err := s.lockCorrelation(ctx, q, p.Name, values); err != nil {
 			return persistence.EventCreateResult{}, err
 		}
 	}
@@ -209,7 +213,7 @@ func (s *Store) eventCreate(ctx context.Context, q querier, p persistence.EventC
 	res.Event = ev
 	if ev.Correlation != "" {
 		var err error
-		if res.Resolved, err = s.resolveWaiters(ctx, q, ev, p.WaitOutput, now); err != nil {
+		if res.Resolved, err = s.resolveWaiters(ctx, q, ev, values, p.WaitOutput, now); err != nil {
 			return persistence.EventCreateResult{}, err
 		}
 	}

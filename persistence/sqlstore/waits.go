@@ -53,13 +53,71 @@ func (r stepWaitRow) record() persistence.StepWait {
 	return w
 }
 
-// lockCorrelation takes the lock of (name, correlation): publications and
-// parks of one pair are serialized by it, so that the second sees what
-// the first wrote (the event, or the wait) whatever their order.
-func (s *Store) lockCorrelation(ctx context.Context, q querier, name, correlation string) error {
-	_, err := s.exec(ctx, q, `INSERT INTO correlation_locks (event_name, correlation) VALUES (?, ?)`+
-		s.d.InsertIgnore([]string{"event_name", "correlation"}), name, correlation)
-	return err
+// maxCorrelationAliases bounds StepParkParams.CorrelationAliases and
+// EventCreateParams.CorrelationAliases: one per key of a codec's keyring.
+const maxCorrelationAliases = 16
+
+// validAliases checks the other stored forms of a correlation value.
+func validAliases(correlation string, aliases []string) error {
+	if len(aliases) == 0 {
+		return nil
+	}
+	if correlation == "" {
+		return invalid("correlation alias", aliases[0], "given without a correlation")
+	}
+	if len(aliases) > maxCorrelationAliases {
+		return invalid("correlation aliases", fmt.Sprint(len(aliases)), fmt.Sprintf("at most %d", maxCorrelationAliases))
+	}
+	for _, a := range aliases {
+		if a == "" {
+			return invalid("correlation alias", a, "must not be empty")
+		}
+		if err := validCorrelation(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// correlationValues returns a correlation value and its aliases, sorted
+// and without repeats: the values a row may be stored with, in the order
+// their locks are taken.
+func correlationValues(correlation string, aliases []string) []string {
+	if len(aliases) == 0 {
+		return []string{correlation}
+	}
+	vs := append([]string{correlation}, aliases...)
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+// correlationIn is the condition on column for values, with its
+// arguments after args.
+func correlationIn(column string, values []string, args ...any) (string, []any) {
+	for _, v := range values {
+		args = append(args, v)
+	}
+	if len(values) == 1 {
+		return column + " = ?", args
+	}
+	return column + " IN (" + in(len(values)) + ")", args
+}
+
+// lockCorrelation takes the lock of (name, correlation) for each of
+// values, in their order (correlationValues sorts them, so that every
+// caller takes them in one order): publications and parks of one value
+// are serialized by it, so that the second sees what the first wrote (the
+// event, or the wait) whatever their order, also when they hash it under
+// different keys of one keyring (each locks the hashes of every key it
+// has).
+func (s *Store) lockCorrelation(ctx context.Context, q querier, name string, values []string) error {
+	for _, v := range values {
+		if _, err := s.exec(ctx, q, `INSERT INTO correlation_locks (event_name, correlation) VALUES (?, ?)`+
+			s.d.InsertIgnore([]string{"event_name", "correlation"}), name, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkPark validates StepPark's arguments.
@@ -83,7 +141,10 @@ func checkPark(p persistence.StepParkParams) error {
 		if err := validCorrelation(p.Correlation); err != nil {
 			return err
 		}
-	} else if p.Event != "" || p.Correlation != "" {
+		if err := validAliases(p.Correlation, p.CorrelationAliases); err != nil {
+			return err
+		}
+	} else if p.Event != "" || p.Correlation != "" || len(p.CorrelationAliases) > 0 {
 		return invalid("wait kind", string(p.Kind), "takes no event or correlation")
 	}
 	if p.Kind == persistence.WaitSleep && p.DueAt == nil {
@@ -93,10 +154,12 @@ func checkPark(p persistence.StepParkParams) error {
 }
 
 // matchEventSQL finds the newest event of a (name, correlation) in the
-// lookback window: the end of one range of idx_events_correlation.
-func (s *Store) matchEventSQL() string {
+// lookback window: the end of one range of idx_events_correlation (of a
+// range per value, with aliases).
+func (s *Store) matchEventSQL(name string, values []string, since any) (string, []any) {
+	cond, args := correlationIn("correlation", values, name)
 	return `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
-		WHERE name = ? AND correlation = ? AND published_at >= ? ORDER BY published_at DESC LIMIT 1`
+		WHERE name = ? AND ` + cond + ` AND published_at >= ? ORDER BY published_at DESC LIMIT 1`, append(args, since)
 }
 
 // StepPark implements persistence.Store.
@@ -117,11 +180,12 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 	var res persistence.StepParkResult
 	err := s.write(ctx, func(q querier) error {
 		res = persistence.StepParkResult{}
+		values := correlationValues(p.Correlation, p.CorrelationAliases)
 		if p.Kind == persistence.WaitEvent {
 			// Lock order: the correlation, then the step (as a
 			// publication: the correlation, then its waiters' runs and
 			// steps).
-			if err := s.lockCorrelation(ctx, q, p.Event, p.Correlation); err != nil {
+			if err := s.lockCorrelation(ctx, q, p.Event, values); err != nil {
 				return err
 			}
 		}
@@ -131,7 +195,8 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 		}
 		if p.Kind == persistence.WaitEvent {
 			var evs []eventRow
-			if err := s.selectAll(ctx, q, &evs, s.matchEventSQL(), p.Event, p.Correlation, s.t(norm(p.EventsSince))); err != nil {
+			match, args := s.matchEventSQL(p.Event, values, s.t(norm(p.EventsSince)))
+			if err := s.selectAll(ctx, q, &evs, match, args...); err != nil {
 				return err
 			}
 			if len(evs) > 0 {
@@ -242,22 +307,24 @@ func (s *Store) RunChildren(ctx context.Context, runID string) ([]persistence.Ru
 }
 
 // waitersSQL finds the steps waiting for an event: one range of
-// idx_step_waits_match.
-func (s *Store) waitersSQL() string {
+// idx_step_waits_match (one per value, with aliases).
+func (s *Store) waitersSQL(name string, values []string) (string, []any) {
+	cond, args := correlationIn("correlation", values, name)
 	return `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_match") + `
-		WHERE event_name = ? AND correlation = ? ORDER BY run_id, step`
+		WHERE event_name = ? AND ` + cond + ` ORDER BY run_id, step`, args
 }
 
 // resolveWaiters completes, in the event's transaction (which holds the
 // correlation's lock), every step parked waiting for ev, with the event's
 // payload (output, when not nil) as their output; a wait whose step is no longer parked (its run was
 // cancelled meanwhile) is deleted.
-func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Event, output []byte, now time.Time) ([]persistence.StepCompleteResult, error) {
+func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Event, values []string, output []byte, now time.Time) ([]persistence.StepCompleteResult, error) {
 	if output == nil {
 		output = ev.Payload
 	}
 	var waits []stepWaitRow
-	if err := s.selectAll(ctx, q, &waits, s.waitersSQL(), ev.Name, ev.Correlation); err != nil {
+	waiters, args := s.waitersSQL(ev.Name, values)
+	if err := s.selectAll(ctx, q, &waits, waiters, args...); err != nil {
 		return nil, err
 	}
 	var out []persistence.StepCompleteResult
@@ -341,9 +408,11 @@ func (s *Store) StepListParkedDue(ctx context.Context, p persistence.ListDuePara
 // EXPLAIN.
 func (s *Store) ParkedQueries(now time.Time) []Query {
 	qs := s.parkedDueQueries(persistence.ListDueParams{Before: now})
+	match, matchArgs := s.matchEventSQL("payment.captured", []string{"A-1"}, s.t(now))
+	waiters, waitersArgs := s.waitersSQL("payment.captured", []string{"A-1"})
 	return append(qs,
-		Query{Name: "StepPark/match", SQL: s.matchEventSQL(), Args: []any{"payment.captured", "A-1", s.t(now)}},
-		Query{Name: "EventCreate/waiters", SQL: s.waitersSQL(), Args: []any{"payment.captured", "A-1"}},
+		Query{Name: "StepPark/match", SQL: match, Args: matchArgs},
+		Query{Name: "EventCreate/waiters", SQL: waiters, Args: waitersArgs},
 		Query{Name: "StepListChildDone", SQL: s.childDoneSQL(), Args: s.childDoneArgs(100)},
 		Query{Name: "RunChildren", SQL: s.childrenSQL(), Args: []any{"run-00042"}},
 	)

@@ -123,6 +123,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"EventList", s.testEventList},
 		{"ParkEventMatch", s.testParkEventMatch},
 		{"ParkEventFirst", s.testParkEventFirst},
+		{"CorrelationAliases", s.testCorrelationAliases},
 		{"ParkTimeoutAndSignal", s.testParkTimeoutAndSignal},
 		{"RunPriority", s.testRunPriority},
 		{"RunPause", s.testRunPause},
