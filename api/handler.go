@@ -69,8 +69,10 @@ type Options struct {
 	NoDashboard bool
 	// DashboardSecureCookie marks the dashboard's session cookie Secure
 	// on every answer. By default it is Secure only when the request
-	// came over TLS; set this behind a proxy that terminates TLS and
-	// forwards plain HTTP, so browsers never send the cookie in clear.
+	// came over TLS or a proxy says it forwarded it from HTTPS
+	// (X-Forwarded-Proto: https, or Forwarded: proto=https); set this
+	// behind a proxy that terminates TLS and sends neither, so browsers
+	// never send the cookie in clear.
 	DashboardSecureCookie bool
 	// Redact, when set, returns what the dashboard may show of a run's
 	// input or output, or a step's output (p says which), on every page
