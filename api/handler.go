@@ -350,6 +350,9 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 			if ae := checkLocalRequest(r); ae != nil {
 				return principal{}, ae
 			}
+			if ae := checkPreflighted(r); ae != nil {
+				return principal{}, ae
+			}
 			return principal{name: "anonymous", scope: ScopeAdmin}, nil
 		}
 		return principal{}, problemf(http.StatusUnauthorized, CodeUnauthorized, "this route needs an API key: send \"Authorization: Bearer <api key>\"")
