@@ -42,8 +42,11 @@ type Options struct {
 	// loopback IP or "localhost" (so that a web page cannot reach it by
 	// DNS rebinding), and refuses a request other than GET or HEAD whose
 	// Origin is another host's or whose Sec-Fetch-Site is "cross-site"
-	// (so that a web page cannot post to it). A request with an
-	// Authorization header is always checked.
+	// (so that a web page cannot post to it), and a /v1 write with
+	// neither Content-Type application/json nor an X-Dagflow-Request
+	// header (so that a page of another localhost port cannot send one
+	// without a CORS preflight). A request with an Authorization header
+	// is always checked.
 	AllowAnonymous bool
 	// BasePath is the path prefix the handler is mounted under when a
 	// server strips it before the handler sees the request
