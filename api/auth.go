@@ -331,6 +331,15 @@ func checkLocalRequest(r *http.Request) *apiError {
 	return nil
 }
 
+// checkAnonymousAPI is what a /v1 request without a key must pass:
+// checkLocalRequest, and for a write checkPreflighted.
+func checkAnonymousAPI(r *http.Request) *apiError {
+	if ae := checkLocalRequest(r); ae != nil {
+		return ae
+	}
+	return checkPreflighted(r)
+}
+
 // PreflightHeader is the header that marks a write without a JSON body
 // as sent by a program: a browser sends it to another origin only after
 // a CORS preflight, which the API does not answer. The Go client sends

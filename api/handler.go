@@ -350,10 +350,7 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 			return principal{}, ae
 		}
 		if anon {
-			if ae := checkLocalRequest(r); ae != nil {
-				return principal{}, ae
-			}
-			if ae := checkPreflighted(r); ae != nil {
+			if ae := checkAnonymousAPI(r); ae != nil {
 				return principal{}, ae
 			}
 			return principal{name: "anonymous", scope: ScopeAdmin}, nil
