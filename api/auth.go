@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -304,7 +306,9 @@ func (a *authenticator) anonymousOpen(ctx context.Context) (bool, *apiError) {
 // 127.0.0.1 sends "Host: evil.example"), and one other than GET or HEAD
 // whose Origin is not a loopback or localhost origin, or whose
 // Sec-Fetch-Site is "cross-site" (a cross-site form or fetch). A request
-// from curl or a program has a local Host and no Origin, and passes.
+// from curl or a program has a local Host and no Origin, and passes. A
+// /v1 write must also be one a browser preflights (checkPreflighted); the
+// dashboard's forms carry a CSRF token instead.
 func checkLocalRequest(r *http.Request) *apiError {
 	if !localHost(r.Host) {
 		return problemf(http.StatusForbidden, CodeForbidden,
@@ -325,6 +329,46 @@ func checkLocalRequest(r *http.Request) *apiError {
 		}
 	}
 	return nil
+}
+
+// checkAnonymousAPI is what a /v1 request without a key must pass:
+// checkLocalRequest, and for a write checkPreflighted.
+func checkAnonymousAPI(r *http.Request) *apiError {
+	if ae := checkLocalRequest(r); ae != nil {
+		return ae
+	}
+	return checkPreflighted(r)
+}
+
+// PreflightHeader is the header that marks a write without a JSON body
+// as sent by a program: a browser sends it to another origin only after
+// a CORS preflight, which the API does not answer. The Go client sends
+// it on every write.
+const PreflightHeader = client.PreflightHeader
+
+// checkPreflighted refuses, with a 415 problem naming the headers, a
+// write (any method but GET and HEAD) that a web page of another origin
+// could send without a CORS preflight: one with neither Content-Type
+// application/json (or another +json type) nor an X-Dagflow-Request
+// header. A text/plain, form or multipart body, or no body at all, is
+// such a "simple" request; "localhost:3000" is another origin than
+// "localhost:8080", but the same host to checkLocalRequest's Origin test.
+// A request with an Authorization header is preflighted for that header.
+func checkPreflighted(r *http.Request) *apiError {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get(PreflightHeader) != "" {
+		return nil
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	what := "no Content-Type"
+	if ct != "" {
+		what = fmt.Sprintf("Content-Type %q", truncate(ct))
+	}
+	return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		"%s with %s and no %s header: this server has no API key, and takes a write only with Content-Type: application/json or an %s: 1 header (which a web page of another origin cannot send without a CORS preflight)",
+		r.Method, what, PreflightHeader, PreflightHeader)
 }
 
 // localHost reports whether hostport ("host", "host:port", "[::1]:port")

@@ -29,8 +29,11 @@
 // scope, for a loopback listener only, and only while the store holds no
 // key: a key created while the server runs turns authentication on within
 // a second. Even then it takes only requests whose Host is loopback or
-// localhost, and no POST or DELETE from another site, so that a web page
-// cannot drive it (DNS rebinding, cross-site requests). Anything that
+// localhost, no POST or DELETE from another site, and no /v1 write
+// without Content-Type application/json or an X-Dagflow-Request header
+// (which another origin's page cannot send without a CORS preflight), so
+// that a web page cannot drive it (DNS rebinding, cross-site and
+// cross-port requests). Anything that
 // makes the listener reachable by others, such as a reverse proxy or a
 // tunnel in front of it, makes it reachable without a key: create a key
 // first.

@@ -42,8 +42,11 @@ type Options struct {
 	// loopback IP or "localhost" (so that a web page cannot reach it by
 	// DNS rebinding), and refuses a request other than GET or HEAD whose
 	// Origin is another host's or whose Sec-Fetch-Site is "cross-site"
-	// (so that a web page cannot post to it). A request with an
-	// Authorization header is always checked.
+	// (so that a web page cannot post to it), and a /v1 write with
+	// neither Content-Type application/json nor an X-Dagflow-Request
+	// header (so that a page of another localhost port cannot send one
+	// without a CORS preflight). A request with an Authorization header
+	// is always checked.
 	AllowAnonymous bool
 	// BasePath is the path prefix the handler is mounted under when a
 	// server strips it before the handler sees the request
@@ -69,8 +72,10 @@ type Options struct {
 	NoDashboard bool
 	// DashboardSecureCookie marks the dashboard's session cookie Secure
 	// on every answer. By default it is Secure only when the request
-	// came over TLS; set this behind a proxy that terminates TLS and
-	// forwards plain HTTP, so browsers never send the cookie in clear.
+	// came over TLS or a proxy says it forwarded it from HTTPS
+	// (X-Forwarded-Proto: https, or Forwarded: proto=https); set this
+	// behind a proxy that terminates TLS and sends neither, so browsers
+	// never send the cookie in clear.
 	DashboardSecureCookie bool
 	// Redact, when set, returns what the dashboard may show of a run's
 	// input or output, or a step's output (p says which), on every page
@@ -345,7 +350,7 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 			return principal{}, ae
 		}
 		if anon {
-			if ae := checkLocalRequest(r); ae != nil {
+			if ae := checkAnonymousAPI(r); ae != nil {
 				return principal{}, ae
 			}
 			return principal{name: "anonymous", scope: ScopeAdmin}, nil

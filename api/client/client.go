@@ -73,6 +73,12 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	return status, h, nil
 }
 
+// PreflightHeader is sent, as "1", with every request but GET and HEAD.
+// A server without API keys takes a write only with it or a JSON body:
+// a web page of another origin cannot send either without a CORS
+// preflight.
+const PreflightHeader = "X-Dagflow-Request"
+
 // send sends a request and returns the answer's status, header and body.
 // path's segments are escaped already (seg).
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, body any) (int, http.Header, []byte, error) {
@@ -97,6 +103,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set(PreflightHeader, "1")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	req.Header.Set("User-Agent", c.o.UserAgent)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +173,7 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) 
 		var ve *persistence.ValidationError
 		switch {
 		case errors.Is(err, engine.ErrUnknownWorkflow):
-			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + name, err: err}
+			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + strconv.Quote(truncate(name)) + "."}
 		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve):
 			return back(err.Error())
 		}

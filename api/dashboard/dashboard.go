@@ -111,8 +111,9 @@ type Config struct {
 	// SessionTTL is how long an idle session lasts. Default 12 h.
 	SessionTTL time.Duration
 	// SecureCookie marks the session cookie Secure on every answer, not
-	// only on requests that came over TLS: set it behind a proxy that
-	// terminates TLS and forwards plain HTTP.
+	// only on requests that came over TLS or that a proxy forwarded from
+	// HTTPS (X-Forwarded-Proto: https, Forwarded: proto=https): set it
+	// behind a proxy that terminates TLS and sends neither header.
 	SecureCookie bool
 }
 

@@ -27,6 +27,31 @@ func TestSecureCookieOption(t *testing.T) {
 	}
 }
 
+// TestSecureCookieBehindHTTPSProxy: a request that a proxy forwarded
+// from HTTPS (X-Forwarded-Proto: https, or Forwarded: proto=https) gets a
+// Secure cookie without the option; one forwarded from plain HTTP does
+// not.
+func TestSecureCookieBehindHTTPSProxy(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, tc := range []struct {
+		header map[string]string
+		secure bool
+	}{
+		{map[string]string{"X-Forwarded-Proto": "https"}, true},
+		{map[string]string{"X-Forwarded-Proto": "HTTPS, http"}, true},
+		{map[string]string{"Forwarded": `for=10.0.0.1;proto=https;host=dagflow.example`}, true},
+		{map[string]string{"X-Forwarded-Proto": "http"}, false},
+		{map[string]string{"Forwarded": "proto=http"}, false},
+		{nil, false},
+	} {
+		a := e.browser(t).do("GET", "/", nil, tc.header)
+		c := a.header.Get("Set-Cookie")
+		if got := strings.Contains(c, "; Secure"); got != tc.secure || !strings.Contains(c, "dagflow_session=") {
+			t.Errorf("%v: cookie %q, want Secure %v", tc.header, c, tc.secure)
+		}
+	}
+}
+
 // TestFormLimits: a dashboard POST's body limit holds before anything
 // parses it (the CSRF check included): a body declared or found larger
 // than 1 MiB is 413 even with a valid token, and a form that is not

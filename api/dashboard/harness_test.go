@@ -6,6 +6,7 @@ import (
 	"errors"
 	"html"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -101,6 +102,8 @@ type envOptions struct {
 	wfs    []*dag.Workflow
 	// secureCookie sets api.Options.DashboardSecureCookie.
 	secureCookie bool
+	// logger is api.Options.Logger (default: discard).
+	logger *slog.Logger
 	// real runs the engine on the shared MariaDB (a database of the
 	// test's own) and Redis (a key prefix of its own) instead of SQLite
 	// and miniredis.
@@ -171,7 +174,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		wfs = []*dag.Workflow{shopWorkflow(t)}
 	}
 	e := enginetest.New(t, enginetest.Options{Store: cs, Redis: rc, Prefix: prefix, Workflows: wfs, Clock: engine.SystemClock})
-	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie})
+	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie, Logger: o.logger})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{Env: e, srv: srv, store: cs}

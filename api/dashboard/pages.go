@@ -13,6 +13,7 @@ import (
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -153,6 +154,11 @@ func (d *Dashboard) workflowPage(w http.ResponseWriter, r *http.Request, s *sess
 func (d *Dashboard) workflowForm(w http.ResponseWriter, r *http.Request, s *session, status int, input, formErr string) error {
 	ctx := r.Context()
 	name := r.PathValue("name")
+	if !names.Valid(name) {
+		// Not a name the engine could hold: no workflow, and no store
+		// query (whose refusal would be a 500).
+		return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + strconv.Quote(truncate(name)) + "."}
+	}
 	versions, err := d.e.DefinitionVersions(ctx, name)
 	if errors.Is(err, engine.ErrUnknownWorkflow) {
 		return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + strconv.Quote(truncate(name)) + "."}

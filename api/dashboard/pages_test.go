@@ -3,10 +3,12 @@ package dashboard_test
 import (
 	"context"
 	"html"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,4 +200,49 @@ func hiddenFields(body string) string {
 		v.Add(m[1], html.UnescapeString(m[2]))
 	}
 	return v.Encode()
+}
+
+// TestBadWorkflowNameIsNotFound: a workflow page, or a trigger, for a
+// name that is not a workflow's (unknown, or not a name at all) is a 404
+// naming it escaped, and no error in the log.
+func TestBadWorkflowNameIsNotFound(t *testing.T) {
+	var logs syncLog
+	e := newEnv(t, envOptions{logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b := e.browser(t)
+	tok := csrf(t, b.get("/workflows/shop"))
+	for _, name := range []string{"nope", "<script>alert(1)</script>", "a b", "x%00y", strings.Repeat("n", 300)} {
+		p := "/workflows/" + url.PathEscape(name)
+		for _, a := range []answer{b.get(p), b.do("POST", p+"/trigger", url.Values{"csrf": {tok}, "input": {"{}"}}, nil)} {
+			if a.status != http.StatusNotFound {
+				t.Errorf("%s: %d, want 404", p, a.status)
+			}
+			if strings.Contains(a.body, "<script>alert") {
+				t.Errorf("%s: the page holds the name unescaped", p)
+			}
+			if !strings.Contains(a.body, "There is no workflow") {
+				t.Errorf("%s: the page does not say there is no such workflow", p)
+			}
+		}
+	}
+	if got := logs.String(); strings.Contains(got, "level=ERROR") {
+		t.Errorf("the log has errors:\n%s", got)
+	}
+}
+
+// syncLog is a log buffer the server's goroutines write to.
+type syncLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

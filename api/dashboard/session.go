@@ -264,9 +264,34 @@ func (d *Dashboard) anonymousOpen(r *http.Request) (bool, error) {
 	return open, nil
 }
 
+// secureCookie reports whether the session cookie of an answer to r is
+// marked Secure: with Config.SecureCookie, when r came over TLS, and when
+// a proxy says it forwarded r from HTTPS (the first X-Forwarded-Proto, or
+// the first Forwarded element's proto, is "https"). The headers need no
+// trusted proxy: a client that sends them can only make its own cookie
+// stricter, and a web page cannot add them to a browser's request to
+// another site without a preflight.
+func (d *Dashboard) secureCookie(r *http.Request) bool {
+	if d.cfg.SecureCookie || r.TLS != nil {
+		return true
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		return strings.EqualFold(strings.TrimSpace(first), "https")
+	}
+	first, _, _ := strings.Cut(r.Header.Get("Forwarded"), ",")
+	for _, pair := range strings.Split(first, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(pair), "=")
+		if strings.EqualFold(k, "proto") {
+			return strings.EqualFold(strings.Trim(v, `"`), "https")
+		}
+	}
+	return false
+}
+
 func (d *Dashboard) setCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
+		Name: cookieName, Value: id, Path: d.path("/"), HttpOnly: true, Secure: d.secureCookie(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(d.cfg.SessionTTL / time.Second),
 	})
 }
@@ -355,7 +380,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, s *session) error {
 	d.sessions.drop(s.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: r.TLS != nil || d.cfg.SecureCookie,
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: d.path("/"), HttpOnly: true, Secure: d.secureCookie(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, d.path("/login"), http.StatusSeeOther)
 	return nil

@@ -103,7 +103,7 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 			"that completed the step, with the same payload, is not.\n\n" + redisURLHelp,
 		Args: exactArgs("RUN_ID", "STEP"),
 	}, sec, true, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
-		raw, err := readPayload(payload, cmd.InOrStdin())
+		raw, err := readJSONArg(cmd.Context(), "--payload", payload, cmd.InOrStdin())
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -191,7 +190,7 @@ func newTriggerCmd(sec *secrets) *cobra.Command {
 			"key with another input is an error naming that run.\n\n" + redisURLHelp,
 		Args: exactArgs("WORKFLOW"),
 	}, sec, true, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
-		opts, input, err := f.parse(cmd.InOrStdin())
+		opts, input, err := f.parse(cmd.Context(), cmd.InOrStdin())
 		if err != nil {
 			return err
 		}
@@ -200,7 +199,7 @@ func newTriggerCmd(sec *secrets) *cobra.Command {
 	// The flags are checked before the command connects to anything.
 	resolve := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		if _, _, err := f.parse(nil); err != nil && !errors.Is(err, errStdinLater) {
+		if _, _, err := f.parse(c.Context(), nil); err != nil && !errors.Is(err, errStdinLater) {
 			return err
 		}
 		return resolve(c, args)
@@ -220,7 +219,7 @@ var errStdinLater = errors.New("input from stdin")
 
 // parse checks the flags and returns the trigger options and the input.
 // With stdin nil, an input from stdin gives errStdinLater.
-func (f *triggerFlags) parse(stdin io.Reader) ([]engine.TriggerOption, json.RawMessage, error) {
+func (f *triggerFlags) parse(ctx context.Context, stdin io.Reader) ([]engine.TriggerOption, json.RawMessage, error) {
 	var opts []engine.TriggerOption
 	if f.priority < engine.MinPriority || f.priority > engine.MaxPriority {
 		return nil, nil, usagef("--priority %d: not in %d..%d", f.priority, engine.MinPriority, engine.MaxPriority)
@@ -253,45 +252,8 @@ func (f *triggerFlags) parse(stdin io.Reader) ([]engine.TriggerOption, json.RawM
 		}
 		opts = append(opts, engine.Metadata(md))
 	}
-	raw, err := f.readInput(stdin)
+	raw, err := readJSONArg(ctx, "--input", f.input, stdin)
 	return opts, raw, err
-}
-
-// readInput returns the JSON of --input (nil when not given).
-func (f *triggerFlags) readInput(stdin io.Reader) (json.RawMessage, error) {
-	if f.input == "" {
-		return nil, nil
-	}
-	data, from := []byte(f.input), "--input"
-	if name, ok := strings.CutPrefix(f.input, "@"); ok {
-		switch {
-		case name == "-" && stdin == nil:
-			return nil, errStdinLater
-		case name == "-":
-			b, err := io.ReadAll(stdin)
-			if err != nil {
-				return nil, fmt.Errorf("--input @-: reading stdin: %w", err)
-			}
-			data, from = b, "--input @- (stdin)"
-		case name == "":
-			return nil, usagef("--input @: want @FILE or @-")
-		default:
-			b, err := os.ReadFile(name)
-			if err != nil {
-				return nil, fmt.Errorf("--input: %w", err) // names the file
-			}
-			data, from = b, "--input "+f.input
-		}
-	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, usagef("%s: not valid JSON: %v (at byte %d)", from, err, se.Offset)
-		}
-		return nil, usagef("%s: not valid JSON: %v", from, err)
-	}
-	return raw, nil
 }
 
 func triggerRun(ctx context.Context, e *engine.Engine, workflow string, input json.RawMessage, opts []engine.TriggerOption, stdout io.Writer) error {

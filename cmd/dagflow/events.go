@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,7 +51,7 @@ func newEventsCmd(sec *secrets) *cobra.Command {
 			"the id with another payload is an error.\n\n" + redisURLHelp,
 		Args: exactArgs("NAME"),
 	}, sec, true, func(cmd *cobra.Command, e *engine.Engine, args []string) error {
-		raw, err := readPayload(payload, cmd.InOrStdin())
+		raw, err := readJSONArg(cmd.Context(), "--payload", payload, cmd.InOrStdin())
 		if err != nil {
 			return err
 		}
@@ -76,39 +74,6 @@ func timeFlag(flag, v string) (time.Time, error) {
 		return time.Time{}, usagef("%s %q: not an RFC 3339 time such as 2026-01-02T15:04:05Z", flag, v)
 	}
 	return t, nil
-}
-
-// readPayload returns the JSON of --payload (nil when not given).
-func readPayload(v string, stdin io.Reader) (json.RawMessage, error) {
-	if v == "" {
-		return nil, nil
-	}
-	data, from := []byte(v), "--payload"
-	if name, ok := strings.CutPrefix(v, "@"); ok {
-		var err error
-		switch name {
-		case "-":
-			data, err = io.ReadAll(stdin)
-			from = "--payload @- (stdin)"
-		case "":
-			return nil, usagef("--payload @: want @FILE or @-")
-		default:
-			data, err = os.ReadFile(name)
-			from = "--payload " + v
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", from, err)
-		}
-	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, usagef("%s: not valid JSON: %v (at byte %d)", from, err, se.Offset)
-		}
-		return nil, usagef("%s: not valid JSON: %v", from, err)
-	}
-	return raw, nil
 }
 
 func publishEvent(ctx context.Context, e *engine.Engine, name, id, correlation string, payload json.RawMessage, stdout io.Writer) error {

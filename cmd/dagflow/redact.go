@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/secretmask"
 )
 
 // redactedText replaces a password in what the command prints.
@@ -22,7 +24,9 @@ const redactedText = "xxxxx"
 const minSecret = 3
 
 // secrets are the passwords the command was given; its writers replace
-// them, and the user-info of any URL or DSN, in everything printed.
+// them (where they are not part of a longer word, see package
+// secretmask), and the user-info of any URL or DSN, in everything
+// printed.
 type secrets struct {
 	mu   sync.RWMutex
 	list []string
@@ -43,7 +47,7 @@ func (s *secrets) add(pass ...string) {
 func (s *secrets) addDSN(dsn string) {
 	if c, err := mysql.ParseDSN(dsn); err == nil {
 		s.add(c.Passwd)
-	} else if _, pass, ok := dsnUserinfo(dsn); ok {
+	} else if _, pass, _, ok := dsnUserinfo(dsn); ok {
 		s.add(pass)
 	}
 }
@@ -54,7 +58,7 @@ func (s *secrets) redact(text string) string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, p := range s.list {
-		text = strings.ReplaceAll(text, p, redactedText)
+		text = secretmask.Replace(text, p, redactedText)
 	}
 	return text
 }
@@ -91,34 +95,36 @@ func redactPatterns(text string) string {
 
 // redactDSN returns a MySQL DSN, as written, without its password, for
 // messages. It finds the user-info as the driver does, so it needs no
-// valid DSN.
+// valid DSN; user:password written without the '@' that should end it
+// ("root:pw/db") loses its password too.
 func redactDSN(dsn string) string {
-	if end := dsnUserinfoEnd(dsn); end >= 0 {
-		if user, _, hasPass := strings.Cut(dsn[:end], ":"); hasPass {
-			return user + ":" + redactedText + dsn[end:]
-		}
+	if user, _, end, ok := dsnUserinfo(dsn); ok {
+		return user + ":" + redactedText + dsn[end:]
 	}
 	return dsn
 }
 
 // dsnUserinfo finds user:password in a DSN the driver cannot parse, the
-// way the driver does: the last '@' before the last '/'.
-func dsnUserinfo(dsn string) (user, pass string, ok bool) {
-	end := dsnUserinfoEnd(dsn)
-	if end < 0 {
-		return "", "", false
-	}
-	user, pass, _ = strings.Cut(dsn[:end], ":")
-	return user, pass, true
-}
-
-// dsnUserinfoEnd is the index of the '@' that ends a DSN's user-info, or -1.
-func dsnUserinfoEnd(dsn string) int {
+// way the driver does: before the last '@' before the last '/'. Without
+// such an '@', what comes before the last '/' is taken for user:password
+// when it has a ':' that no '(' precedes ("root:pw/db"; not
+// "tcp(db:3306)/db"). end is the index where the password ends; ok is
+// false when the DSN has no password.
+func dsnUserinfo(dsn string) (user, pass string, end int, ok bool) {
 	head := dsn
 	if slash := strings.LastIndex(dsn, "/"); slash >= 0 {
 		head = dsn[:slash]
 	}
-	return strings.LastIndex(head, "@")
+	end = strings.LastIndex(head, "@")
+	if end < 0 {
+		colon := strings.IndexByte(head, ':')
+		if colon < 0 || strings.ContainsRune(head[:colon], '(') {
+			return "", "", 0, false
+		}
+		end = len(head)
+	}
+	user, pass, ok = strings.Cut(dsn[:end], ":")
+	return user, pass, end, ok
 }
 
 // driverLogOut is where the drivers' loggers write: the redacting stderr

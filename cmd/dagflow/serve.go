@@ -37,6 +37,8 @@ type serveFlags struct {
 	listen    string
 	noWorkers bool
 	maxBody   int64
+	// secureCookie is --dashboard-secure-cookie.
+	secureCookie bool
 }
 
 // newServeCmd is `dagflow serve`: an engine node, as `dagflow worker`
@@ -70,6 +72,7 @@ func newServeCmd(sec *secrets) *cobra.Command {
 	fs.StringVar(&s.listen, "listen", defaultListen, "address of the HTTP API, host:port (port 0: any free port)")
 	fs.BoolVar(&s.noWorkers, "no-workers", false, "register no workflow and run no step: serve the API from the stored definitions")
 	fs.Int64Var(&s.maxBody, "max-body-bytes", api.DefaultMaxBodyBytes, "largest request body the API accepts")
+	fs.BoolVar(&s.secureCookie, "dashboard-secure-cookie", false, "mark the dashboard's session cookie Secure on every answer, for a TLS proxy that sends no X-Forwarded-Proto (default: Secure over TLS or with X-Forwarded-Proto: https)")
 	return cmd
 }
 
@@ -90,7 +93,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	logger := nodeLogger(stderr, slog.LevelInfo, tr)
 	defer tr.shutdown(logger)
 	reg := metricsRegistry()
-	o := api.Options{Logger: logger, MaxBodyBytes: s.maxBody}
+	o := api.Options{Logger: logger, MaxBodyBytes: s.maxBody, DashboardSecureCookie: s.secureCookie}
 	var ms *metricsServer
 	if s.w.metricsListen != "" {
 		if ms, err = listenMetrics(s.w.metricsListen, reg, logger); err != nil {

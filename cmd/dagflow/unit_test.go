@@ -56,6 +56,13 @@ func TestRedactDSN(t *testing.T) {
 		// Not a valid DSN: the password still goes.
 		{"app:pw@tcp(db:3306)", "app:xxxxx@tcp(db:3306)"},
 		{"app:pw@tcp(db:3306)/x?badparam", "app:xxxxx@tcp(db:3306)/x?badparam"},
+		// No '@': user:password before the database is still a password.
+		{"root:S3cretPW/db", "root:xxxxx/db"},
+		{"root:S3cretPW", "root:xxxxx"},
+		{"root:p:w/db?x=1", "root:xxxxx/db?x=1"},
+		// A colon inside an address is not a password.
+		{"tcp(db:3306)/dagflow", "tcp(db:3306)/dagflow"},
+		{"root/db", "root/db"},
 	} {
 		if got := redactDSN(tc.in); got != tc.want {
 			t.Errorf("redactDSN(%q) = %q, want %q", tc.in, got, tc.want)
@@ -85,6 +92,20 @@ func TestRedactingWriters(t *testing.T) {
 		`mysql: [mysql] dial app:xxxxx@tcp(db:3306)/x: xxxxx \x1b[2J` + "\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("logs (-want +got):\n%s", diff)
+	}
+	// A password without '@' in its DSN is hidden too.
+	buf.Reset()
+	sec.addDSN("root:S3cretPW/db")
+	w.Write([]byte("open root:S3cretPW/db: S3cretPW\n"))
+	if got, want := buf.String(), "open root:xxxxx/db: xxxxx\n"; got != want {
+		t.Errorf("a DSN without '@': %q, want %q", got, want)
+	}
+	// A password that is part of a word of an error is not cut out of it.
+	buf.Reset()
+	sec.add("WRONG")
+	w.Write([]byte("auth WRONG: WRONGPASS invalid username-password pair\n"))
+	if got, want := buf.String(), "auth xxxxx: WRONGPASS invalid username-password pair\n"; got != want {
+		t.Errorf("a password inside a word: %q, want %q", got, want)
 	}
 	buf.Reset()
 	w.Write([]byte("ab stays: short secrets are not replaced everywhere\n"))

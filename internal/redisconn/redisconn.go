@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dagflow/dagflow/internal/secretmask"
 )
 
 // Mode is the kind of deployment a URL names.
@@ -363,6 +365,11 @@ func Open(ctx context.Context, c *Config) (redis.UniversalClient, error) {
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		client.Close()
+		if c.Mode == Sentinel && (errors.Is(err, redis.Nil) || strings.HasSuffix(err.Error(), redis.Nil.Error())) {
+			if ue := c.unknownMaster(ctx); ue != nil {
+				return nil, ue
+			}
+		}
 		return nil, c.describe(err)
 	}
 	return client, nil
@@ -386,12 +393,15 @@ func (c *Config) describe(err error) error {
 		user += ", sentinel user " + suser
 	}
 	who += " (user " + user + ")"
-	msg := err.Error()
+	raw := err.Error()
+	msg := raw
 	for _, s := range c.Secrets() {
-		msg = strings.ReplaceAll(msg, s, redacted)
+		msg = secretmask.Replace(msg, s, redacted)
 	}
+	// The error is classified by go-redis's own text: the redacted one
+	// may have lost a word to a password.
 	var what string
-	switch {
+	switch msg := raw; {
 	case strings.HasPrefix(msg, "WRONGPASS"), strings.HasPrefix(msg, "NOAUTH"),
 		strings.Contains(msg, "invalid password"), strings.Contains(msg, "AUTH <password> called without any password"),
 		strings.Contains(msg, "invalid username-password pair"):

@@ -114,3 +114,24 @@ func TestOpenTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenShortWrongPassword: a wrong password that is also the start of
+// the server's answer ("WRONG" of "WRONGPASS") is not masked inside that
+// word, so the error still says the authentication failed and quotes the
+// server's code whole.
+func TestOpenShortWrongPassword(t *testing.T) {
+	addr := testenv.StartRedisWith(t, testenv.RedisOptions{Password: "correct-horse-battery"}).Addr
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, pass := range []string{"WRONG", "PASS", "invalid"} {
+		c, err := Parse("redis://:" + pass + "@" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(ctx, c)
+		var re *Error
+		if !errors.As(err, &re) || re.What != "authentication failed" || !strings.Contains(re.Msg, "WRONGPASS") {
+			t.Errorf("password %q: %v, want an authentication error quoting WRONGPASS", pass, err)
+		}
+	}
+}

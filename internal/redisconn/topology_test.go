@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -83,5 +84,28 @@ func TestOpenCluster(t *testing.T) {
 		if v, err := client.Get(ctx, k).Int(); err != nil || v != i {
 			t.Fatalf("GET %s = %d, %v", k, v, err)
 		}
+	}
+}
+
+// TestOpenSentinelUnknownMaster: a master name the sentinels do not know
+// is an error naming that name and the sentinels, not go-redis's
+// "redis: nil".
+func TestOpenSentinelUnknownMaster(t *testing.T) {
+	master := testenv.StartRedis(t)
+	sentinel := testenv.StartSentinelOf(t, master, testenv.SentinelOptions{MasterName: "mymaster"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Parse("redis+sentinel://" + sentinel + "/nosuchmaster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, c)
+	var re *Error
+	if !errors.As(err, &re) || re.What != "unknown master" {
+		t.Fatalf("an unknown master name: %v, want an unknown master error", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, `"nosuchmaster"`) || !strings.Contains(msg, sentinel) || strings.Contains(msg, "redis: nil") {
+		t.Errorf("an unknown master name: %q does not name the master and the sentinel %s", msg, sentinel)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
@@ -89,6 +90,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if memory {
 		dsn = "file::memory:?" + q.Encode()
 	}
+	if !memory {
+		if err := createPrivate(cfg.Path); err != nil {
+			return nil, err
+		}
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
@@ -116,6 +122,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file at path, when there is none,
+// readable and writable by its owner only (0600): it holds every run's
+// input and output. SQLite gives the WAL and shared-memory files it makes
+// beside it the same mode. A file that exists keeps its mode; the
+// directory is left as it is.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return nil
 }
 
 // Dialect is the sqlstore dialect of SQLite.
