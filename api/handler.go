@@ -17,6 +17,7 @@ import (
 
 	"github.com/dagflow/dagflow/api/dashboard"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
@@ -150,11 +151,11 @@ func NewHandler(e *engine.Engine, o Options) *Handler {
 		allow := allowHeader(ms)
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, redactPath(r.URL.Path), allow))
+			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", clip.String(r.Method), echoPath(r), allow))
 		})
 	}
 	notFound := func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
+		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, clip.String(r.Method), echoPath(r)))
 	}
 	mux.HandleFunc("/", notFound)
 	h := &Handler{}
@@ -357,7 +358,7 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 		return principal{}, ae
 	}
 	if !p.scope.allows(need) {
-		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, redactPath(r.URL.Path), need)
+		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, echoPath(r), need)
 	}
 	return p, nil
 }
@@ -463,6 +464,10 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
+// echoPath is the request's path as an error message quotes it: secrets
+// redacted, a long path cut.
+func echoPath(r *http.Request) string { return clip.String(redactPath(r.URL.Path)) }
+
 // decodeBody decodes a JSON request body into v: an empty body leaves v
 // as it is; a body that is not JSON, has unknown fields or trailing data,
 // or is over the limit is a problem naming what was wrong.
@@ -470,7 +475,7 @@ func decodeBody(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type %q is not application/json", ct)
+			return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type %q is not application/json", clip.String(ct))
 		}
 	}
 	body, err := io.ReadAll(r.Body)
@@ -489,6 +494,7 @@ func decodeBody(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
+		var pe *time.ParseError
 		switch {
 		case errors.As(err, &se):
 			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: %v (at byte %d)", err, se.Offset)
@@ -497,7 +503,13 @@ func decodeBody(r *http.Request, v any) error {
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: it ends early")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has an unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+			field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			if uq, uerr := strconv.Unquote(field); uerr == nil {
+				field = strconv.Quote(clip.String(uq))
+			}
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has an unknown field %s", field)
+		case errors.As(err, &pe):
+			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has a time %q that is not RFC 3339 (like 2030-01-02T15:04:05Z)", clip.String(pe.Value))
 		}
 		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid: %v", err)
 	}
