@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -172,8 +173,9 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) 
 		var ve *persistence.ValidationError
 		switch {
 		case errors.Is(err, engine.ErrUnknownWorkflow):
-			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + name, err: err}
-		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve):
+			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + clip.String(name), err: err}
+		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve),
+			errors.Is(err, engine.ErrReservedKey), errors.Is(err, engine.ErrInvalidKey):
 			return back(err.Error())
 		}
 		return err
