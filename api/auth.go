@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -125,12 +126,12 @@ func ValidateKeyName(name string) error {
 		return fmt.Errorf("api: key name starting with %q: that is how a key's secret starts, so a name may not (the name is not repeated here, in case it is a secret)", secretPrefix)
 	}
 	if len(name) == 0 || len(name) > maxKeyName {
-		return fmt.Errorf("api: key name %q: length %d not in 1..%d", truncate(name), len(name), maxKeyName)
+		return fmt.Errorf("api: key name %q: length %d not in 1..%d", clip.String(name), len(name), maxKeyName)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("api: key name %q: character %q at %d is not a letter, digit, '.', '_' or '-'", truncate(name), c, i)
+			return fmt.Errorf("api: key name %q: character %q at %d is not a letter, digit, '.', '_' or '-'", clip.String(name), c, i)
 		}
 	}
 	return nil
@@ -146,7 +147,7 @@ func CreateKey(ctx context.Context, store KeyStore, name, scope string, now time
 		return "", persistence.APIKey{}, err
 	}
 	if !Scope(scope).Valid() {
-		return "", persistence.APIKey{}, fmt.Errorf("api: key scope %q: want read, operate or admin", truncate(scope))
+		return "", persistence.APIKey{}, fmt.Errorf("api: key scope %q: want read, operate or admin", clip.String(scope))
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -312,7 +313,7 @@ func (a *authenticator) anonymousOpen(ctx context.Context) (bool, *apiError) {
 func checkLocalRequest(r *http.Request) *apiError {
 	if !localHost(r.Host) {
 		return problemf(http.StatusForbidden, CodeForbidden,
-			"Host %q is not a loopback address or localhost: this server has no API key and serves only local requests (a web page may reach it by DNS rebinding); create a key (dagflow apikeys create) to serve requests by other names", truncate(r.Host))
+			"Host %q is not a loopback address or localhost: this server has no API key and serves only local requests (a web page may reach it by DNS rebinding); create a key (dagflow apikeys create) to serve requests by other names", clip.String(r.Host))
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return nil
@@ -325,7 +326,7 @@ func checkLocalRequest(r *http.Request) *apiError {
 		u, err := url.Parse(origin)
 		if err != nil || u.Host == "" || !localHost(u.Host) {
 			return problemf(http.StatusForbidden, CodeForbidden,
-				"%s with Origin %q: this server has no API key and takes requests only from loopback or localhost origins", r.Method, truncate(origin))
+				"%s with Origin %q: this server has no API key and takes requests only from loopback or localhost origins", r.Method, clip.String(origin))
 		}
 	}
 	return nil
@@ -364,7 +365,7 @@ func checkPreflighted(r *http.Request) *apiError {
 	}
 	what := "no Content-Type"
 	if ct != "" {
-		what = fmt.Sprintf("Content-Type %q", truncate(ct))
+		what = fmt.Sprintf("Content-Type %q", clip.String(ct))
 	}
 	return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 		"%s with %s and no %s header: this server has no API key, and takes a write only with Content-Type: application/json or an %s: 1 header (which a web page of another origin cannot send without a CORS preflight)",
@@ -453,12 +454,4 @@ func (a *authenticator) forget(sum [32]byte) {
 	a.mu.Lock()
 	delete(a.cache, sum)
 	a.mu.Unlock()
-}
-
-// truncate shortens a value quoted in an error.
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

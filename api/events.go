@@ -6,6 +6,7 @@ import (
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // publishEvent records an event and starts its runs: POST /v1/events. The
@@ -17,7 +18,7 @@ func (s *server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !dag.ValidEventName(req.Name) {
-		return problemf(http.StatusBadRequest, CodeInvalidName, "event name %q is not valid (%s)", truncate(req.Name), dag.EventNameRule)
+		return problemf(http.StatusBadRequest, CodeInvalidName, "event name %q is not valid (%s)", clip.String(req.Name), dag.EventNameRule)
 	}
 	payload, err := normalizeJSON(req.Payload, "payload")
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if f.Name != "" && !dag.ValidEventName(f.Name) {
-		return problemf(http.StatusBadRequest, CodeInvalidName, "event name %q is not valid (%s)", truncate(f.Name), dag.EventNameRule)
+		return problemf(http.StatusBadRequest, CodeInvalidName, "event name %q is not valid (%s)", clip.String(f.Name), dag.EventNameRule)
 	}
 	if f.PublishedAfter, err = timeParam(q, "after"); err != nil {
 		return err

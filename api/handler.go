@@ -1,14 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"sort"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/dagflow/dagflow/api/dashboard"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // DefaultMaxBodyBytes is the default limit of a request body: 1 MiB.
@@ -155,11 +153,11 @@ func NewHandler(e *engine.Engine, o Options) *Handler {
 		allow := allowHeader(ms)
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", r.Method, redactPath(r.URL.Path), allow))
+			writeProblem(w, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s is not allowed; allowed: %s", clip.String(r.Method), echoPath(r), allow))
 		})
 	}
 	notFound := func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, r.Method, redactPath(r.URL.Path)))
+		writeProblem(w, problemf(http.StatusNotFound, CodeNotFound, "%s %s %s", noRoute, clip.String(r.Method), echoPath(r)))
 	}
 	mux.HandleFunc("/", notFound)
 	h := &Handler{}
@@ -362,7 +360,7 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 		return principal{}, ae
 	}
 	if !p.scope.allows(need) {
-		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, redactPath(r.URL.Path), need)
+		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, echoPath(r), need)
 	}
 	return p, nil
 }
@@ -466,54 +464,6 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
-}
-
-// decodeBody decodes a JSON request body into v: an empty body leaves v
-// as it is; a body that is not JSON, has unknown fields or trailing data,
-// or is over the limit is a problem naming what was wrong.
-func decodeBody(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type %q is not application/json", ct)
-		}
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is over the limit of %d bytes", mbe.Limit)
-		}
-		return problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: %v (at byte %d)", err, se.Offset)
-		case errors.As(err, &te):
-			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body's field %q must be %s, not %s", te.Field, te.Type, te.Value)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid JSON: it ends early")
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has an unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		}
-		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body is not valid: %v", err)
-	}
-	if dec.More() {
-		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has data after its JSON value")
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err != io.EOF {
-		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the request body has data after its JSON value")
-	}
-	return nil
 }
 
 // writeJSON answers with v as JSON. A failed write (the client went

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // setIdempotencyFilter sets the runs listing's idempotency key filter.
@@ -14,7 +15,7 @@ func setIdempotencyFilter(f *engine.RunFilter, q url.Values) error {
 		return err
 	}
 	if len(key) > maxIdempotencyKey {
-		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency_key %q is %d bytes, over the limit of %d", truncate(key), len(key), maxIdempotencyKey)
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency_key %q is %d bytes, over the limit of %d", clip.String(key), len(key), maxIdempotencyKey)
 	}
 	f.IdempotencyKey = key
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -41,7 +42,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return problemf(http.StatusBadRequest, CodeInvalidName, "%v", err)
 	}
 	if !Scope(req.Scope).Valid() {
-		return problemf(http.StatusBadRequest, CodeInvalidParameter, "scope %q is not read, operate or admin", truncate(req.Scope))
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "scope %q is not read, operate or admin", clip.String(req.Scope))
 	}
 	secret, k, err := CreateKey(r.Context(), s.o.Keys, req.Name, req.Scope, s.o.Now())
 	if errors.Is(err, persistence.ErrAPIKeyExists) {
@@ -71,7 +72,7 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, persistence.ErrAPIKeyNotFound) && secret:
 		return problemf(http.StatusNotFound, CodeNotFound, "no API key has the secret given (it is not repeated here)")
 	case errors.Is(err, persistence.ErrAPIKeyNotFound):
-		return problemf(http.StatusNotFound, CodeNotFound, "no API key with id or name %q", truncate(ref))
+		return problemf(http.StatusNotFound, CodeNotFound, "no API key with id or name %q", clip.String(ref))
 	}
 	if err != nil {
 		return err

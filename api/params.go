@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/internal/names"
 )
 
@@ -19,7 +20,7 @@ const maxRunIDLen = 100
 func workflowName(r *http.Request, param string) (string, error) {
 	name := r.PathValue(param)
 	if !names.Valid(name) {
-		return "", problemf(http.StatusBadRequest, CodeInvalidName, "workflow name %q is not valid: want %s", truncate(name), names.Rule)
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "workflow name %q is not valid: want %s", clip.String(name), names.Rule)
 	}
 	return name, nil
 }
@@ -28,7 +29,7 @@ func workflowName(r *http.Request, param string) (string, error) {
 func scheduleName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	if !names.Valid(name) {
-		return "", problemf(http.StatusBadRequest, CodeInvalidName, "schedule name %q is not valid: want %s", truncate(name), names.Rule)
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "schedule name %q is not valid: want %s", clip.String(name), names.Rule)
 	}
 	return name, nil
 }
@@ -37,7 +38,7 @@ func scheduleName(r *http.Request) (string, error) {
 func queueName(r *http.Request) (string, error) {
 	name := r.PathValue("name")
 	if !names.Valid(name) {
-		return "", problemf(http.StatusBadRequest, CodeInvalidName, "queue name %q is not valid: want %s", truncate(name), names.Rule)
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "queue name %q is not valid: want %s", clip.String(name), names.Rule)
 	}
 	return name, nil
 }
@@ -46,7 +47,7 @@ func queueName(r *http.Request) (string, error) {
 func stepName(r *http.Request) (string, error) {
 	name := r.PathValue("step")
 	if !names.Valid(name) {
-		return "", problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid: want %s", truncate(name), names.Rule)
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid: want %s", clip.String(name), names.Rule)
 	}
 	return name, nil
 }
@@ -68,7 +69,7 @@ func checkRunID(id string) error {
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
 	}
 	if !ok {
-		return problemf(http.StatusBadRequest, CodeInvalidName, "run id %q is not valid: want 1 to %d letters, digits, '-', '_', '.' or ':'", truncate(id), maxRunIDLen)
+		return problemf(http.StatusBadRequest, CodeInvalidName, "run id %q is not valid: want 1 to %d letters, digits, '-', '_', '.' or ':'", clip.String(id), maxRunIDLen)
 	}
 	return nil
 }
@@ -86,7 +87,7 @@ func queryValues(r *http.Request, allowed ...string) (url.Values, error) {
 			}
 		}
 		if !known {
-			return nil, problemf(http.StatusBadRequest, CodeInvalidParameter, "unknown query parameter %q (this route takes: %s)", truncate(k), strings.Join(allowed, ", "))
+			return nil, problemf(http.StatusBadRequest, CodeInvalidParameter, "unknown query parameter %q (this route takes: %s)", clip.String(k), strings.Join(allowed, ", "))
 		}
 	}
 	return q, nil
@@ -116,7 +117,7 @@ func limitParam(q url.Values) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, problemf(http.StatusBadRequest, CodeInvalidParameter, "limit %q is not a number from 1 to %d", truncate(s), maxLimit)
+		return 0, problemf(http.StatusBadRequest, CodeInvalidParameter, "limit %q is not a number from 1 to %d", clip.String(s), maxLimit)
 	}
 	return n, nil
 }
@@ -129,7 +130,7 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, problemf(http.StatusBadRequest, CodeInvalidParameter, "%s %q is not an RFC 3339 time (like 2030-01-02T15:04:05Z)", name, truncate(s))
+		return time.Time{}, problemf(http.StatusBadRequest, CodeInvalidParameter, "%s %q is not an RFC 3339 time (like 2030-01-02T15:04:05Z)", name, clip.String(s))
 	}
 	return t, nil
 }
@@ -141,7 +142,7 @@ func nameParam(q url.Values, name string) (string, error) {
 		return "", err
 	}
 	if !names.Valid(s) {
-		return "", problemf(http.StatusBadRequest, CodeInvalidName, "%s %q is not valid: want %s", name, truncate(s), names.Rule)
+		return "", problemf(http.StatusBadRequest, CodeInvalidName, "%s %q is not valid: want %s", name, clip.String(s), names.Rule)
 	}
 	return s, nil
 }

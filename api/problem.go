@@ -110,7 +110,7 @@ func problemOf(err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidPriority), errors.Is(err, engine.ErrInvalidQueue):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
-	case errors.Is(err, engine.ErrReservedKey):
+	case errors.Is(err, engine.ErrReservedKey), errors.Is(err, engine.ErrInvalidKey):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, detail: err.Error(), err: err}
 	case errors.Is(err, engine.ErrInvalidInput):
 		return &apiError{status: http.StatusBadRequest, code: CodeInvalidInput, detail: err.Error(), err: err}

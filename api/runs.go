@@ -13,6 +13,7 @@ import (
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/internal/names"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -36,14 +37,22 @@ func (s *server) triggerRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	// An empty key, in the header or the body, is no key.
 	key := req.IdempotencyKey
+	if hks := r.Header.Values("Idempotency-Key"); len(hks) > 1 {
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "the Idempotency-Key header is given %d times; give it once", len(hks))
+	}
 	if hk := r.Header.Get("Idempotency-Key"); hk != "" {
 		if key != "" && key != hk {
-			return problemf(http.StatusBadRequest, CodeInvalidParameter, "the Idempotency-Key header %q and the body's idempotency_key %q differ; give one", truncate(hk), truncate(key))
+			return problemf(http.StatusBadRequest, CodeInvalidParameter, "the Idempotency-Key header %q and the body's idempotency_key %q differ; give one", clip.String(hk), clip.String(key))
 		}
 		key = hk
 	}
 	if len(key) > maxIdempotencyKey {
-		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency key %q is %d bytes, over the limit of %d", truncate(key), len(key), maxIdempotencyKey)
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "idempotency key %q is %d bytes, over the limit of %d", clip.String(key), len(key), maxIdempotencyKey)
+	}
+	// Refused before anything is created: a reserved key (a schedule
+	// tick's, an event's, a child's) or one of only whitespace.
+	if err := engine.CheckIdempotencyKey(key); err != nil {
+		return err
 	}
 	var opts []engine.TriggerOption
 	if key != "" {
@@ -149,7 +158,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		for _, st := range strings.Split(v, ",") {
 			st = strings.TrimSpace(st)
 			if !persistence.RunStatus(st).Valid() {
-				return problemf(http.StatusBadRequest, CodeInvalidParameter, "status %q is not a run status (pending, running, succeeded, compensating, compensated, failed, cancelled)", truncate(st))
+				return problemf(http.StatusBadRequest, CodeInvalidParameter, "status %q is not a run status (pending, running, succeeded, compensating, compensated, failed, cancelled)", clip.String(st))
 			}
 			f.Status = append(f.Status, persistence.RunStatus(st))
 		}
@@ -215,7 +224,7 @@ func (s *server) signalStep(w http.ResponseWriter, r *http.Request) error {
 	}
 	step := r.PathValue("step")
 	if !dag.ValidName(step) {
-		return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid", truncate(step))
+		return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid", clip.String(step))
 	}
 	var req client.SignalRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -251,7 +260,7 @@ func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 	switch req.Mode {
 	case "", client.RetryFailed:
 		if req.Step != "" {
-			return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q retries every dead step and takes no step (got %q); retry one with POST /v1/dead-letters/{run}/{step}/retry", client.RetryFailed, truncate(req.Step))
+			return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q retries every dead step and takes no step (got %q); retry one with POST /v1/dead-letters/{run}/{step}/retry", client.RetryFailed, clip.String(req.Step))
 		}
 		again, err = s.e.RetryRun(r.Context(), id, actor(r))
 	case client.RetryFromStep:
@@ -259,11 +268,11 @@ func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 			return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q needs the step to rerun from (step)", client.RetryFromStep)
 		}
 		if !names.Valid(req.Step) {
-			return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid: want %s", truncate(req.Step), names.Rule)
+			return problemf(http.StatusBadRequest, CodeInvalidName, "step name %q is not valid: want %s", clip.String(req.Step), names.Rule)
 		}
 		again, err = s.e.RetryFrom(r.Context(), id, req.Step, actor(r))
 	default:
-		return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q is not %q or %q", truncate(req.Mode), client.RetryFailed, client.RetryFromStep)
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "mode %q is not %q or %q", clip.String(req.Mode), client.RetryFailed, client.RetryFromStep)
 	}
 	if err != nil {
 		return withRun(err, id)

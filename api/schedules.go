@@ -7,6 +7,7 @@ import (
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/cron"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/internal/names"
 )
 
@@ -100,7 +101,7 @@ func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !names.Valid(body.Name) {
-		return problemf(http.StatusBadRequest, CodeInvalidName, "schedule name %q is not valid: want %s", truncate(body.Name), names.Rule)
+		return problemf(http.StatusBadRequest, CodeInvalidName, "schedule name %q is not valid: want %s", clip.String(body.Name), names.Rule)
 	}
 	def, err := scheduleDefinition(body)
 	if err != nil {
@@ -125,7 +126,7 @@ func (s *server) replaceSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if body.Name != "" && body.Name != name {
-		return problemf(http.StatusBadRequest, CodeInvalidParameter, "the body's name %q is not the path's %q", truncate(body.Name), name)
+		return problemf(http.StatusBadRequest, CodeInvalidParameter, "the body's name %q is not the path's %q", clip.String(body.Name), name)
 	}
 	body.Name = name
 	def, err := scheduleDefinition(body)
@@ -216,7 +217,7 @@ func catchUpWindow(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, problemf(http.StatusBadRequest, CodeInvalidParameter, "catch_up_window %q is not a duration of zero or more (like \"6h\")", truncate(v))
+		return 0, problemf(http.StatusBadRequest, CodeInvalidParameter, "catch_up_window %q is not a duration of zero or more (like \"6h\")", clip.String(v))
 	}
 	return d, nil
 }

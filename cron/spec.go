@@ -7,6 +7,8 @@ import (
 	"time"
 
 	robfig "github.com/robfig/cron/v3"
+
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // Errors a *SpecError wraps, for errors.Is.
@@ -31,9 +33,15 @@ type SpecError struct {
 
 func (e *SpecError) Error() string {
 	if e.Kind == ErrInvalidTimeZone {
-		return fmt.Sprintf("cron: schedule %q: invalid time zone %q: %v", e.Schedule, e.TimeZone, e.Err)
+		return fmt.Sprintf("cron: schedule %q: invalid time zone %q: %s", clip.String(e.Schedule), clip.String(e.TimeZone), clipCause(e.Err, e.TimeZone))
 	}
-	return fmt.Sprintf("cron: schedule %q: invalid spec %q: %v", e.Schedule, e.Spec, e.Err)
+	return fmt.Sprintf("cron: schedule %q: invalid spec %q: %s", clip.String(e.Schedule), clip.String(e.Spec), clipCause(e.Err, e.Spec))
+}
+
+// clipCause is the parser's message about value, with a long value
+// quoted by its start and length where the message repeats it.
+func clipCause(err error, value string) string {
+	return clip.In(fmt.Sprint(err), value)
 }
 
 // Unwrap makes errors.Is(err, ErrInvalidSpec) (or ErrInvalidTimeZone) and

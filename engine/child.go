@@ -68,7 +68,7 @@ func (e *Engine) childParams(ctx context.Context, res persistence.StepClaimResul
 }
 
 // childRun lets createParams take a child run's reserved key.
-func childRun() TriggerOption { return func(o *triggerOptions) { o.childRun = true } }
+func childRun() TriggerOption { return internalRun(childKeyPrefix) }
 
 // childStarted dispatches the child run a park created, or resolves the
 // parent step at once when the child (found by its key) already ended.

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dagflow/dagflow/internal/clip"
 )
 
 // Errors callers branch on.
@@ -17,10 +19,11 @@ var (
 	ErrRetryRefused = errors.New("engine: retry refused")
 	// ErrInvalidInput is returned for an input that is not valid JSON.
 	ErrInvalidInput = errors.New("engine: invalid input")
-	// ErrReservedKey is returned for an idempotency key starting with
-	// "event:": those are the keys of the runs events start
-	// (EventRunKey), so a user's run can never take an event's.
-	ErrReservedKey = errors.New(`engine: idempotency keys starting with "event:" are reserved for event runs`)
+	// ErrReservedKey is wrapped by the *ReservedKeyError of an
+	// idempotency key starting with one of ReservedKeyPrefixes: those
+	// are the keys of the runs dagflow starts itself (children, events,
+	// schedule ticks), so a caller's run can never take one's place.
+	ErrReservedKey = errors.New("engine: reserved idempotency key")
 	// ErrInvalidPriority is returned for a run priority outside
 	// MinPriority..MaxPriority.
 	ErrInvalidPriority = errors.New("engine: invalid priority")
@@ -41,7 +44,7 @@ type WorkflowError struct {
 }
 
 func (e *WorkflowError) Error() string {
-	return fmt.Sprintf("%v: %q", e.Err, e.Workflow)
+	return fmt.Sprintf("%v: %q", e.Err, clip.String(e.Workflow))
 }
 
 // Unwrap returns the sentinel.

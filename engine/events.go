@@ -15,6 +15,7 @@ import (
 
 	"github.com/dagflow/dagflow/codec"
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -243,7 +244,7 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 		o.id = id.String()
 	} else if !validEventID(o.id) {
 		return persistence.EventCreateParams{}, nil, fmt.Errorf("%w: event %q: id %q (want 1-128 characters of [A-Za-z0-9_.:-] starting with a letter or digit)",
-			ErrInvalidEvent, name, o.id)
+			ErrInvalidEvent, name, clip.String(o.id))
 	}
 	raw, err := encodeInput(payload)
 	if err != nil {
@@ -270,7 +271,7 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 		if !e.matches(ctx, wf.sub, raw) {
 			continue
 		}
-		rp, err := e.createParams(ctx, wf.name, raw, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name)), func(o *triggerOptions) { o.eventRun = true }})
+		rp, err := e.createParams(ctx, wf.name, raw, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name)), internalRun(eventKeyPrefix)})
 		if err != nil {
 			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
 		}
@@ -281,7 +282,7 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 
 // EventRunKey is the idempotency key of the run an event starts of a
 // workflow: "event:<event id>:<workflow>".
-func EventRunKey(eventID, workflow string) string { return "event:" + eventID + ":" + workflow }
+func EventRunKey(eventID, workflow string) string { return eventKeyPrefix + eventID + ":" + workflow }
 
 // validEventID is the store's rule for event ids, checked here so that a
 // bad id is refused with ErrInvalidEvent before any work.

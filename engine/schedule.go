@@ -332,7 +332,7 @@ func (s engineStarter) Start(ctx context.Context, r cron.StartRequest) (string, 
 		input = json.RawMessage(plain)
 	}
 	var created bool
-	id, err := s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), FromSchedule(r.Schedule, r.Tick), Created(&created))
+	id, err := s.e.Trigger(ctx, r.Workflow, input, IdempotencyKey(r.IdempotencyKey), internalRun(scheduleKeyPrefix+r.Schedule+":"), FromSchedule(r.Schedule, r.Tick), Created(&created))
 	if err == nil && created {
 		s.e.metrics.scheduleFired(r.Schedule, r.Tick, s.e.clock.Now())
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,16 +30,17 @@ type triggerOptions struct {
 	schedule string
 	tick     *time.Time
 	created  *bool
-	eventRun bool // the run of an event: its key may be EventRunKey's
-	childRun bool // a child run: its key is ChildRunKey's
+	internal string // the reserved key prefix of one of the engine's own runs (internalRun)
 	priority int
 }
 
 // IdempotencyKey makes Trigger return the existing run when a run of the
 // same workflow was already started with key (a repeat with a different
 // input is an error wrapping persistence.ErrIdempotencyConflict). Keys
-// starting with "event:" belong to event runs: Trigger and TriggerTx
-// refuse them with ErrReservedKey.
+// starting with one of ReservedKeyPrefixes ("child:", "event:",
+// "schedule:") belong to the runs dagflow starts itself: Trigger and
+// TriggerTx refuse them with a *ReservedKeyError (ErrReservedKey), and a
+// key of only whitespace with ErrInvalidKey (see CheckIdempotencyKey).
 func IdempotencyKey(key string) TriggerOption { return func(o *triggerOptions) { o.key = key } }
 
 // StartAt delays the run's first steps until t.
@@ -97,8 +97,8 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if !o.eventRun && strings.HasPrefix(o.key, "event:") || !o.childRun && strings.HasPrefix(o.key, childKeyPrefix) {
-		return persistence.RunCreateParams{}, fmt.Errorf("%w: %q", ErrReservedKey, o.key)
+	if err := o.checkKey(); err != nil {
+		return persistence.RunCreateParams{}, err
 	}
 	if o.priority < MinPriority || o.priority > MaxPriority {
 		return persistence.RunCreateParams{}, fmt.Errorf("%w: workflow %q: priority %d not in %d..%d", ErrInvalidPriority, workflow, o.priority, MinPriority, MaxPriority)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -173,8 +174,9 @@ func (d *Dashboard) trigger(w http.ResponseWriter, r *http.Request, s *session) 
 		var ve *persistence.ValidationError
 		switch {
 		case errors.Is(err, engine.ErrUnknownWorkflow):
-			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + strconv.Quote(truncate(name)) + "."}
-		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve):
+			return &httpError{status: http.StatusNotFound, msg: "There is no workflow " + strconv.Quote(clip.String(name)) + "."}
+		case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, persistence.ErrIdempotencyConflict), errors.As(err, &ve),
+			errors.Is(err, engine.ErrReservedKey), errors.Is(err, engine.ErrInvalidKey):
 			return back(err.Error())
 		}
 		return err

@@ -113,6 +113,12 @@ func TestRunsSearchAndTrigger(t *testing.T) {
 	if !strings.Contains(page.body, "The input is not valid JSON.") || !strings.Contains(page.body, `{&#34;secret&#34;:</textarea>`) {
 		t.Errorf("the form does not say why or lost the input:\n%s", page.body)
 	}
+	// A reserved key (a schedule tick's) is refused on the form, naming
+	// the prefix; nothing is started.
+	page = b.do("POST", "/workflows/shop/trigger", url.Values{"csrf": {tok}, "input": {`{}`}, "key": {"schedule:nightly:1900000000"}}, nil)
+	if page.status != http.StatusUnprocessableEntity || !strings.Contains(page.body, "starts with &#34;schedule:&#34;") {
+		t.Errorf("trigger with a schedule tick's key: %d, want 422 with the form naming the prefix:\n%.2000s", page.status, page.body)
+	}
 }
 
 // TestWhyWaitingNoNode: a step that no live node can run says so on its

@@ -90,6 +90,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"workflows", "frob"}, `"frob"`},
 		{[]string{"trigger"}, "WORKFLOW"},
 		{[]string{"trigger", "order", "--input", "{", "--mysql-dsn", refusingDSN}, "not valid JSON"},
+		// Reserved and whitespace-only keys are refused before anything
+		// is reached: a schedule tick's key would take the tick's run.
+		{[]string{"trigger", "order", "--key", "schedule:nightly:1900000000", "--mysql-dsn", refusingDSN}, `--key: engine: idempotency key "schedule:nightly:1900000000" starts with "schedule:"`},
+		{[]string{"trigger", "order", "--key", "child:x", "--mysql-dsn", refusingDSN}, `starts with "child:", which is reserved for child runs (reserved prefixes: "child:", "event:", "schedule:")`},
+		{[]string{"trigger", "order", "--key", "event:E:order", "--mysql-dsn", refusingDSN}, `"event:"`},
+		{[]string{"trigger", "order", "--key", " \t ", "--mysql-dsn", refusingDSN}, "only whitespace"},
 		{[]string{"schedules", "trigger"}, "NAME"},
 		{[]string{"apikeys", "revoke"}, "ID|NAME"},
 		{[]string{"apikeys", "create", "--scope", "root", "--name", "x", "--mysql-dsn", refusingDSN}, `--scope "root"`},

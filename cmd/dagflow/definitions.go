@@ -206,7 +206,7 @@ func newTriggerCmd(sec *secrets) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.input, "input", "", "the run's input: JSON, @FILE to read it from a file, or @- from stdin (default: no input)")
-	fs.StringVar(&f.key, "key", "", "idempotency key: a repeat with the same key and input gives the same run")
+	fs.StringVar(&f.key, "key", "", "idempotency key: a repeat with the same key and input gives the same run (keys starting with "+strings.Join(engine.ReservedKeyPrefixes(), ", ")+" are reserved for dagflow's own runs)")
 	fs.StringVar(&f.startAt, "start-at", "", "start the run's first steps at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
 	fs.StringArrayVar(&f.metadata, "metadata", nil, "metadata KEY=VALUE handed to the steps (repeatable)")
 	fs.IntVar(&f.priority, "priority", 0, "the run's priority, -10..10: its steps go before lower ones in their queues")
@@ -226,6 +226,9 @@ func (f *triggerFlags) parse(ctx context.Context, stdin io.Reader) ([]engine.Tri
 	}
 	if f.priority != 0 {
 		opts = append(opts, engine.Priority(f.priority))
+	}
+	if err := engine.CheckIdempotencyKey(f.key); err != nil {
+		return nil, nil, usagef("--key: %v", err)
 	}
 	if f.key != "" {
 		opts = append(opts, engine.IdempotencyKey(f.key))
