@@ -40,3 +40,17 @@ type Codec interface {
 	Encode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
 	Decode(ctx context.Context, kind Kind, data []byte) ([]byte, error)
 }
+
+// Keyed is implemented by a codec that encodes under one of several keys
+// (codec/aesgcm), so that payloads stored under an old key can be
+// re-encoded under the current one and the old key retired
+// (engine.RotateCodec, `dagflow codec rotate`).
+type Keyed interface {
+	Codec
+	// CurrentKey is the id of the key Encode uses.
+	CurrentKey() string
+	// KeyOf returns the id of the key data was encoded under, and false
+	// for data this codec did not encode (stored in clear). It does not
+	// check that the key can open it.
+	KeyOf(data []byte) (string, bool)
+}

@@ -54,7 +54,7 @@ type Codec struct {
 	aeads   map[string]cipher.AEAD
 }
 
-var _ codec.Codec = (*Codec)(nil)
+var _ codec.Keyed = (*Codec)(nil)
 
 // New returns a codec that encrypts with the key named current and
 // decrypts with any of keys (key id -> 32-byte key). Key ids are 1-64
@@ -140,4 +140,21 @@ func (c *Codec) Decode(_ context.Context, kind codec.Kind, data []byte) ([]byte,
 		return nil, fmt.Errorf("aesgcm: %s payload under key %q: authentication failed (tampered, truncated, or another kind's payload)", kind, id)
 	}
 	return plain, nil
+}
+
+// CurrentKey implements codec.Keyed: the id of the key Encode uses.
+func (c *Codec) CurrentKey() string { return c.current }
+
+// KeyOf implements codec.Keyed: the key id an envelope names ("" for a
+// malformed one), and false for data that is not an envelope.
+func (c *Codec) KeyOf(data []byte) (string, bool) {
+	if !bytes.HasPrefix(data, []byte(prefix)) {
+		return "", false
+	}
+	_, rest, _ := strings.Cut(string(data[len(prefix):]), ":")
+	id, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", true
+	}
+	return id, true
 }
