@@ -96,4 +96,3 @@ func TestKeyringProbeWhenACodecIsFirstEnabled(t *testing.T) {
 		}
 	})
 }
-
