@@ -32,8 +32,11 @@ const (
 // Decode is given what Encode returned, but also payloads written before
 // the codec was configured and texts written without it: a codec should
 // return a payload it did not encode as it is. A Decode error fails the
-// step that needed the payload (it is retried like any failure) or the
-// API call that read it, with the run's id in the error.
+// step that needed the payload (it is retried like any failure), with the
+// run's id in the error; the operator's reads (engine Get, Runs,
+// DeadLetters, Events) show the record without that payload and say why
+// (PayloadError). Engine.Start decodes a probe the store keeps, so a node
+// whose codec cannot open the store's payloads does not start.
 //
 // Encode and Decode are called concurrently, on the engine's hot path.
 type Codec interface {

@@ -11,9 +11,10 @@
 //
 // Keys rotate by id: encrypt with the current key, decrypt with any key
 // the codec knows. To rotate, give every node the new key (still
-// encrypting with the old one), then make it current everywhere, and drop
-// the old key only once no stored payload uses it (runs are deleted by
-// retention, or re-written). With random nonces, use a key for fewer than
+// encrypting with the old one), then make it current everywhere,
+// re-encode what the store holds under the old key (engine.RotateCodec,
+// `dagflow codec rotate`), and drop the old key once that reports nothing
+// left. With random nonces, use a key for fewer than
 // 2^32 payloads.
 //
 // A payload that is not in this envelope (written before the codec was
