@@ -84,7 +84,13 @@ func (s *suite) testSealedWalk(t *testing.T, st persistence.Store) {
 		break
 	}
 
-	// Bad input is refused, naming it.
+	testSealedRefusals(t, st, id)
+}
+
+// testSealedRefusals: bad input to SealedList and SealedUpdate is
+// refused, naming it.
+func testSealedRefusals(t *testing.T, st persistence.Store, id string) {
+	c := ctx(t)
 	if _, err := st.SealedList(c, persistence.SealedListParams{Column: "schedules.spec"}); !errors.Is(err, persistence.ErrInvalid) ||
 		!strings.Contains(err.Error(), "schedules.spec") {
 		t.Errorf("SealedList of a column not sealed: %v", err)
