@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -217,7 +218,7 @@ func (s *Store) SealedUpdate(ctx context.Context, p persistence.SealedUpdatePara
 	}
 	defer unlock()
 	written := 0
-	err = s.tx(ctx, func(q querier) error {
+	batch := func(q querier) error {
 		written = 0
 		for _, st := range stmts {
 			n, err := s.exec(ctx, q, st.query, st.args...)
@@ -227,8 +228,15 @@ func (s *Store) SealedUpdate(ctx context.Context, p persistence.SealedUpdatePara
 			written += int(n)
 		}
 		return nil
-	})
-	return written, wrap("update "+c.name(), err)
+	}
+	// The nodes write these rows too: a lost deadlock reruns the batch.
+	for try := 0; ; try++ {
+		err = s.tx(ctx, batch)
+		if err == nil || try >= maxTxRetries || !s.d.IsRetryable(err) || ctx.Err() != nil {
+			return written, wrap("update "+c.name(), err)
+		}
+		time.Sleep(time.Duration(1<<try) * time.Millisecond)
+	}
 }
 
 // CodecProbe implements persistence.Store.
