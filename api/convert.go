@@ -50,6 +50,7 @@ func toRun(r persistence.Run) client.Run {
 		UpdatedAt:      utc(r.UpdatedAt),
 		Priority:       r.Priority,
 		PausedAt:       utcPtr(r.PausedAt),
+		PayloadError:   r.PayloadError,
 	}
 }
 
@@ -83,6 +84,7 @@ func toStep(s persistence.StepRun) client.Step {
 		StartedAt:      utcPtr(s.StartedAt),
 		FinishedAt:     utcPtr(s.FinishedAt),
 		UpdatedAt:      utc(s.UpdatedAt),
+		PayloadError:   s.PayloadError,
 	}
 }
 
@@ -96,16 +98,17 @@ func toSteps(ss []persistence.StepRun) []client.Step {
 
 func toAttempt(a persistence.Attempt) client.Attempt {
 	return client.Attempt{
-		ID:         a.ID,
-		Step:       a.Step,
-		Kind:       string(a.Kind),
-		Attempt:    a.Attempt,
-		Worker:     a.Worker,
-		Outcome:    string(a.Outcome),
-		Error:      a.Error,
-		StartedAt:  utc(a.StartedAt),
-		FinishedAt: utcPtr(a.FinishedAt),
-		DurationMS: float64(a.Duration().Microseconds()) / 1000,
+		ID:           a.ID,
+		Step:         a.Step,
+		Kind:         string(a.Kind),
+		Attempt:      a.Attempt,
+		Worker:       a.Worker,
+		Outcome:      string(a.Outcome),
+		Error:        a.Error,
+		StartedAt:    utc(a.StartedAt),
+		FinishedAt:   utcPtr(a.FinishedAt),
+		DurationMS:   float64(a.Duration().Microseconds()) / 1000,
+		PayloadError: a.PayloadError,
 	}
 }
 

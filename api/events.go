@@ -84,7 +84,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
 
 func toEvent(ev engine.Event) client.Event {
 	out := client.Event{ID: ev.ID, Name: ev.Name, Payload: ev.Payload, PublishedAt: ev.PublishedAt,
-		DispatchedAt: ev.DispatchedAt, Runs: make([]client.EventRun, len(ev.Runs))}
+		DispatchedAt: ev.DispatchedAt, Runs: make([]client.EventRun, len(ev.Runs)), PayloadError: ev.PayloadError}
 	if out.Payload == nil {
 		out.Payload = []byte("null")
 	}

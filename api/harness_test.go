@@ -140,7 +140,12 @@ func newAPIEnv(t testing.TB, b backend, eo envOptions) *apiEnv {
 	if eo.peer != nil {
 		p := eo.peer
 		o = enginetest.Options{Store: p.Store, Redis: p.Redis, Prefix: p.Prefix, Clock: p.Clock,
-			Workflows: eo.workflows, Configure: func(c *engine.Config) { c.NoWorkers = true }}
+			Workflows: eo.workflows, Configure: func(c *engine.Config) {
+				c.NoWorkers = true
+				if eo.engine != nil {
+					eo.engine(c)
+				}
+			}}
 	} else {
 		o = b.opts(t)
 		o.Workflows = eo.workflows

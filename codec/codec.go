@@ -36,8 +36,11 @@ const (
 // Decode is given what Encode returned, but also payloads written before
 // the codec was configured and texts written without it: a codec should
 // return a payload it did not encode as it is. A Decode error fails the
-// step that needed the payload (it is retried like any failure) or the
-// API call that read it, with the run's id in the error.
+// step that needed the payload (it is retried like any failure), with the
+// run's id in the error; the operator's reads (engine Get, Runs,
+// DeadLetters, Events) show the record without that payload and say why
+// (PayloadError). Engine.Start decodes a probe the store keeps, so a node
+// whose codec cannot open the store's payloads does not start.
 //
 // Encode and Decode are called concurrently, on the engine's hot path.
 type Codec interface {
@@ -59,4 +62,18 @@ type Codec interface {
 // called concurrently, on the engine's hot path.
 type Hasher interface {
 	Hash(ctx context.Context, kind Kind, data []byte) ([]string, error)
+}
+
+// Keyed is implemented by a codec that encodes under one of several keys
+// (codec/aesgcm), so that payloads stored under an old key can be
+// re-encoded under the current one and the old key retired
+// (engine.RotateCodec, `dagflow codec rotate`).
+type Keyed interface {
+	Codec
+	// CurrentKey is the id of the key Encode uses.
+	CurrentKey() string
+	// KeyOf returns the id of the key data was encoded under, and false
+	// for data this codec did not encode (stored in clear). It does not
+	// check that the key can open it.
+	KeyOf(data []byte) (string, bool)
 }

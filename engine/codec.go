@@ -128,18 +128,6 @@ func (e *Engine) decodeSteps(ctx context.Context, sts []persistence.StepRun) err
 	return nil
 }
 
-// decodeAttempts decodes the errors of a run's history in place.
-func (e *Engine) decodeAttempts(ctx context.Context, atts []persistence.Attempt) error {
-	for i := range atts {
-		a := &atts[i]
-		var err error
-		if a.Error, err = e.decodeError(ctx, a.Error); err != nil {
-			return fmt.Errorf("engine: run %s step %q attempt %d: %w", a.RunID, a.Step, a.Attempt, err)
-		}
-	}
-	return nil
-}
-
 // decodeClaim returns a claim with its run's input and the outputs it
 // carries decoded: what the handler and the step's when condition see.
 func (e *Engine) decodeClaim(ctx context.Context, res persistence.StepClaimResult) (persistence.StepClaimResult, error) {

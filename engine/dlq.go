@@ -12,7 +12,8 @@ import (
 )
 
 // DeadLetters lists dead steps (the dead-letter queue), newest first, with
-// their error and attempt count, decoded (Config.Codec).
+// their error and attempt count, decoded (Config.Codec; an error that
+// cannot be decoded is left empty, and the step's PayloadError says why).
 func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
 	var page persistence.StepPage
 	err := e.read(ctx, func(st persistence.Store) (err error) {
@@ -22,9 +23,7 @@ func (e *Engine) DeadLetters(ctx context.Context, p persistence.StepListDeadPara
 	if err != nil {
 		return persistence.StepPage{}, err
 	}
-	if err := e.decodeSteps(ctx, page.Steps); err != nil {
-		return persistence.StepPage{}, err
-	}
+	e.markSteps(ctx, page.Steps)
 	return page, nil
 }
 

@@ -546,6 +546,9 @@ type Event struct {
 	DispatchedAt *time.Time
 	// Runs are the runs it started, by workflow name.
 	Runs []EventRun
+	// PayloadError says why Payload is nil although the event has one:
+	// the codec could not decode it (Config.Codec lacks its key).
+	PayloadError string
 }
 
 // EventFilter selects and pages the events Events lists; zero values mean
@@ -572,13 +575,14 @@ type EventPage struct {
 }
 
 // Event returns a published event with the runs it started; an unknown id
-// gives an error wrapping persistence.ErrEventNotFound.
+// gives an error wrapping persistence.ErrEventNotFound. A payload the
+// codec cannot decode is left out, and PayloadError says why.
 func (e *Engine) Event(ctx context.Context, id string) (Event, error) {
 	ev, err := e.store.EventGet(ctx, id)
 	if err != nil {
 		return Event{}, fmt.Errorf("engine: event %q: %w", id, err)
 	}
-	return e.decodeEvent(ctx, ev)
+	return e.markEvent(ctx, ev), nil
 }
 
 // Events lists published events, newest first (by publication time, then
@@ -593,20 +597,7 @@ func (e *Engine) Events(ctx context.Context, f EventFilter) (EventPage, error) {
 	}
 	out := EventPage{NextCursor: page.NextCursor, Events: make([]Event, 0, len(page.Events))}
 	for _, ev := range page.Events {
-		d, err := e.decodeEvent(ctx, ev)
-		if err != nil {
-			return EventPage{}, fmt.Errorf("engine: list events: %w", err)
-		}
-		out.Events = append(out.Events, d)
+		out.Events = append(out.Events, e.markEvent(ctx, ev))
 	}
 	return out, nil
-}
-
-func (e *Engine) decodeEvent(ctx context.Context, ev persistence.Event) (Event, error) {
-	payload, err := e.decodePayload(ctx, codec.Input, ev.Payload)
-	if err != nil {
-		return Event{}, fmt.Errorf("engine: event %q: payload: %w", ev.ID, err)
-	}
-	out := published(ev, true)
-	return Event{ID: ev.ID, Name: ev.Name, Payload: payload, PublishedAt: ev.PublishedAt, DispatchedAt: ev.DispatchedAt, Runs: out.Runs}, nil
 }

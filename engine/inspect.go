@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -92,7 +91,9 @@ func (ri RunInfo) Step(name string) (persistence.StepRun, bool) {
 }
 
 // Get returns a run with its steps and attempts, with their payloads
-// decoded (Config.Codec).
+// decoded (Config.Codec). A payload that cannot be decoded (its key is
+// not in the keyring) is left empty, and the record's PayloadError says
+// why.
 //
 // With Config.ReadStore it reads the replica, unless ctx says ReadPrimary;
 // a run the replica does not have yet (just triggered) is read from the
@@ -128,9 +129,9 @@ func (e *Engine) getFrom(ctx context.Context, st persistence.Store, runID string
 	if err != nil {
 		return RunInfo{}, err
 	}
-	if err := errors.Join(e.decodeRun(ctx, &run), e.decodeSteps(ctx, sts), e.decodeAttempts(ctx, atts)); err != nil {
-		return RunInfo{}, err
-	}
+	e.markRun(ctx, &run)
+	e.markSteps(ctx, sts)
+	e.markAttempts(ctx, atts)
 	ri := RunInfo{Run: run, Steps: sts, Attempts: atts, Actions: acts}
 	for _, c := range children {
 		ri.Children = append(ri.Children, ChildRun{RunID: c.ID, Workflow: c.Workflow, Step: c.ParentStep, Status: c.Status})

@@ -29,6 +29,9 @@ func (e *Engine) preflight(ctx context.Context) error {
 	if err := e.checkSchema(ctx); err != nil {
 		return err
 	}
+	if err := e.checkKeyring(ctx); err != nil {
+		return err
+	}
 	e.warnUnworkedQueues()
 	return nil
 }

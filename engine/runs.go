@@ -47,7 +47,8 @@ type RunFilter struct {
 // error that names the value and wraps a *persistence.ValidationError
 // (errors.Is(err, persistence.ErrInvalid)); other store errors keep their
 // sentinels for errors.Is too. The runs' payloads are decoded
-// (Config.Codec); one that cannot be decoded fails the page, naming its run.
+// (Config.Codec); one that cannot be decoded (its key is not in the
+// keyring) is left empty, and the run's PayloadError says why.
 func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, error) {
 	var page persistence.RunPage
 	err := e.read(ctx, func(st persistence.Store) (err error) {
@@ -67,9 +68,7 @@ func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, er
 		return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)
 	}
 	for i := range page.Runs {
-		if err := e.decodeRun(ctx, &page.Runs[i]); err != nil {
-			return persistence.RunPage{}, fmt.Errorf("engine: list runs: %w", err)
-		}
+		e.markRun(ctx, &page.Runs[i])
 	}
 	return page, nil
 }

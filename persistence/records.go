@@ -30,6 +30,11 @@ type Run struct {
 	// that started this run (a child workflow); empty for other runs.
 	ParentRunID string
 	ParentStep  string
+	// PayloadError is set by a reader that could not decode the run's
+	// Input, Output or Error (the engine's codec lacks the key one was
+	// encoded with): those are left empty, and it says why. Stores never
+	// set it.
+	PayloadError string
 }
 
 // QueuePause is a paused queue.
@@ -70,6 +75,10 @@ type StepRun struct {
 	// Priority is its run's Priority, kept on the step so that whatever
 	// enqueues it has it.
 	Priority int
+	// PayloadError is set by a reader that could not decode the step's
+	// Output or Error: those are left empty, and it says why. Stores
+	// never set it.
+	PayloadError string
 }
 
 // Attempt is one row of a run's history: one execution of a step's handler
@@ -92,6 +101,9 @@ type Attempt struct {
 	Error      string // error message; for panics, includes the stack
 	StartedAt  time.Time
 	FinishedAt *time.Time
+	// PayloadError is set by a reader that could not decode Error (left
+	// empty): why. Stores never set it.
+	PayloadError string
 }
 
 // Duration returns how long the attempt took, or zero while it runs.

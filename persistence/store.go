@@ -317,6 +317,25 @@ type Store interface {
 	// leases and due times (see engine.Config.MaxClockSkew).
 	Now(ctx context.Context) (time.Time, error)
 
+	// SealedColumns lists the columns whose values the engine's payload
+	// codec encodes (inputs, outputs, error texts, event payloads, the
+	// codec probe), in the order SealedList and SealedUpdate take them.
+	SealedColumns() []SealedColumn
+	// SealedList reads one batch of a sealed column's values (the empty
+	// ones left out) in its rows' primary key order, after p.Cursor: one
+	// range of the primary key, no lock held. Pass the page's NextCursor
+	// back until it is empty.
+	SealedList(ctx context.Context, p SealedListParams) (SealedPage, error)
+	// SealedUpdate writes new values of a sealed column, each only where
+	// the row still holds the value read (Old), in one short transaction
+	// by primary key, and returns how many it wrote: a row changed
+	// meanwhile is left as it is.
+	SealedUpdate(ctx context.Context, p SealedUpdateParams) (int, error)
+	// CodecProbe returns the store's codec probe, nil when it has none.
+	// With p.Create set and no probe stored, it stores p.Create first; of
+	// concurrent creators one wins, and every one gets the stored probe.
+	CodecProbe(ctx context.Context, p CodecProbeParams) ([]byte, error)
+
 	// SchemaVersion reads which migrations the database has, without
 	// changing anything (a user that may only read and write rows can
 	// call it), beside the newest this binary ships. Engines refuse to

@@ -36,6 +36,10 @@ type Run struct {
 	Priority int `json:"priority"`
 	// PausedAt is set while the run is paused.
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// PayloadError says why Input, Output or Error are missing: the
+	// server's codec could not decode them (sealed under a key its
+	// keyring lacks).
+	PayloadError string `json:"payload_error,omitempty"`
 }
 
 // Step is the state of one step of a run.
@@ -56,6 +60,8 @@ type Step struct {
 	StartedAt      *time.Time      `json:"started_at,omitempty"`
 	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	// PayloadError says why Output or Error are missing (see Run).
+	PayloadError string `json:"payload_error,omitempty"`
 }
 
 // Attempt is one execution of a step's handler or compensation.
@@ -72,6 +78,8 @@ type Attempt struct {
 	// DurationMS is how long the attempt took, in milliseconds; 0 while it
 	// runs.
 	DurationMS float64 `json:"duration_ms"`
+	// PayloadError says why Error is missing (see Run).
+	PayloadError string `json:"payload_error,omitempty"`
 }
 
 // RunDetail is a run with its steps, its history and its result.
@@ -152,6 +160,8 @@ type Event struct {
 	// published in an application's transaction waits for an engine.
 	DispatchedAt *time.Time `json:"dispatched_at,omitempty"`
 	Runs         []EventRun `json:"runs"`
+	// PayloadError says why Payload is null (see Run).
+	PayloadError string `json:"payload_error,omitempty"`
 }
 
 // EventList is the answer of GET /v1/events.

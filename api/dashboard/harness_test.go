@@ -108,6 +108,8 @@ type envOptions struct {
 	// test's own) and Redis (a key prefix of its own) instead of SQLite
 	// and miniredis.
 	real bool
+	// engine adjusts the engine's config.
+	engine func(*engine.Config)
 }
 
 // eachBackend runs f on the embedded backends (SQLite, miniredis) and on
@@ -173,7 +175,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if wfs == nil {
 		wfs = []*dag.Workflow{shopWorkflow(t)}
 	}
-	e := enginetest.New(t, enginetest.Options{Store: cs, Redis: rc, Prefix: prefix, Workflows: wfs, Clock: engine.SystemClock})
+	e := enginetest.New(t, enginetest.Options{Store: cs, Redis: rc, Prefix: prefix, Workflows: wfs, Clock: engine.SystemClock, Configure: o.engine})
 	h := api.NewHandler(e.Engine, api.Options{AllowAnonymous: !o.keys, Redact: o.redact, DashboardSecureCookie: o.secureCookie, Logger: o.logger})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -207,6 +207,15 @@ func newRunsSkipCmd(sec *secrets) *cobra.Command {
 	return cmd
 }
 
+// errCell is an error column's cell: the error, or why the payloads
+// could not be decoded (the keyring lacks their key).
+func errCell(text, payloadErr string) string {
+	if payloadErr != "" {
+		return cell("(unreadable: " + payloadErr + ")")
+	}
+	return cell(text)
+}
+
 func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow, status, cursor string, limit int) error {
 	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor}
 	if status != "" {
@@ -223,7 +232,7 @@ func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow,
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED\tERROR")
 	for _, r := range page.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.Workflow), cell(string(r.Status)), r.CreatedAt.Format(time.RFC3339), cell(r.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.Workflow), cell(string(r.Status)), r.CreatedAt.Format(time.RFC3339), errCell(r.Error, r.PayloadError))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
@@ -244,17 +253,20 @@ func showRun(ctx context.Context, e *engine.Engine, id string, stdout io.Writer)
 	if run.Error != "" {
 		fmt.Fprintf(stdout, "error %s\n", escapeBlock(run.Error))
 	}
+	if run.PayloadError != "" {
+		fmt.Fprintf(stdout, "payloads unreadable: %s\n", escapeBlock(run.PayloadError))
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nSTEP\tSTATUS\tATTEMPT\tOUTPUT\tERROR")
 	for _, s := range sts {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", cell(s.Step), cell(string(s.Status)), s.Attempt, s.MaxAttempts, cell(string(s.Output)), cell(s.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\n", cell(s.Step), cell(string(s.Status)), s.Attempt, s.MaxAttempts, cell(string(s.Output)), errCell(s.Error, s.PayloadError))
 	}
 	if err := printWaiting(ctx, e, tw, id, sts); err != nil {
 		return err
 	}
 	fmt.Fprintln(tw, "\nHISTORY\tKIND\tATTEMPT\tOUTCOME\tWORKER\tDURATION\tERROR")
 	for _, a := range atts {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\n", cell(a.Step), cell(string(a.Kind)), a.Attempt, cell(string(a.Outcome)), cell(a.Worker), a.Duration(), cell(a.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\n", cell(a.Step), cell(string(a.Kind)), a.Attempt, cell(string(a.Outcome)), cell(a.Worker), a.Duration(), errCell(a.Error, a.PayloadError))
 	}
 	if len(info.Actions) > 0 {
 		fmt.Fprintln(tw, "\nACTION\tBY\tAT\tSTEP\tRUN AGAIN")
@@ -328,7 +340,7 @@ func listDead(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow 
 		if s.FinishedAt != nil {
 			fin = s.FinishedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cell(s.RunID), cell(s.Step), s.Attempt, fin, cell(s.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cell(s.RunID), cell(s.Step), s.Attempt, fin, errCell(s.Error, s.PayloadError))
 	}
 	return tw.Flush()
 }

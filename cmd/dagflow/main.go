@@ -186,7 +186,7 @@ func newRoot(sec *secrets) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(sec), newWorkerCmd(sec), newMigrateCmd(sec), newWorkflowsCmd(sec), newTriggerCmd(sec),
-		newRunsCmd(sec), newEventsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newNodesCmd(sec), newQueuesCmd(sec), newVersionCmd())
+		newRunsCmd(sec), newEventsCmd(sec), newDLQCmd(sec), newSchedulesCmd(sec), newAPIKeysCmd(sec), newNodesCmd(sec), newQueuesCmd(sec), newCodecCmd(sec), newVersionCmd())
 	root.AddCommand(embeddedCommands(sec)...)
 	return root
 }

@@ -114,7 +114,7 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	if err := n.e.Start(ctx); err != nil {
 		srv.l.Close()
-		return err
+		return keyringHint(err)
 	}
 	served := srv.serve()
 	fmt.Fprintf(stdout, "dagflow serve: API on %s%s\n", srv.url, srv.authNote())

@@ -108,7 +108,7 @@ func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, st
 	}
 	defer n.close()
 	if err := n.e.Start(ctx); err != nil {
-		return err
+		return keyringHint(err)
 	}
 	fmt.Fprintf(stdout, "dagflow worker %s running (queues %s); SIGTERM stops it\n", n.e.NodeID(), strings.Join(n.queues, ","))
 	if tr != nil {

@@ -11,9 +11,10 @@
 //
 // Keys rotate by id: encrypt with the current key, decrypt with any key
 // the codec knows. To rotate, give every node the new key (still
-// encrypting with the old one), then make it current everywhere, and drop
-// the old key only once no stored payload uses it (runs are deleted by
-// retention, or re-written). With random nonces, use a key for fewer than
+// encrypting with the old one), then make it current everywhere,
+// re-encode what the store holds under the old key (engine.RotateCodec,
+// `dagflow codec rotate`), and drop the old key once that reports nothing
+// left. With random nonces, use a key for fewer than
 // 2^32 payloads.
 //
 // Correlation values (codec.Hasher) are hashed, not encrypted: HMAC-SHA256
@@ -67,6 +68,7 @@ type Codec struct {
 var (
 	_ codec.Codec  = (*Codec)(nil)
 	_ codec.Hasher = (*Codec)(nil)
+	_ codec.Keyed  = (*Codec)(nil)
 )
 
 // New returns a codec that encrypts with the key named current and
@@ -155,4 +157,21 @@ func (c *Codec) Decode(_ context.Context, kind codec.Kind, data []byte) ([]byte,
 		return nil, fmt.Errorf("aesgcm: %s payload under key %q: authentication failed (tampered, truncated, or another kind's payload)", kind, id)
 	}
 	return plain, nil
+}
+
+// CurrentKey implements codec.Keyed: the id of the key Encode uses.
+func (c *Codec) CurrentKey() string { return c.current }
+
+// KeyOf implements codec.Keyed: the key id an envelope names ("" for a
+// malformed one), and false for data that is not an envelope.
+func (c *Codec) KeyOf(data []byte) (string, bool) {
+	if !bytes.HasPrefix(data, []byte(prefix)) {
+		return "", false
+	}
+	_, rest, _ := strings.Cut(string(data[len(prefix):]), ":")
+	id, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", true
+	}
+	return id, true
 }

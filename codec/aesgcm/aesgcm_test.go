@@ -129,3 +129,27 @@ func TestNewRefusesBadKeys(t *testing.T) {
 		}
 	}
 }
+
+// KeyOf names the key an envelope was sealed under, whichever keys the
+// codec has, and tells clear data from sealed.
+func TestKeyOf(t *testing.T) {
+	k := bytes.Repeat([]byte{1}, aesgcm.KeySize)
+	old, err := aesgcm.New("k1", map[string][]byte{"k1": k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := aesgcm.New("k2", map[string][]byte{"k2": bytes.Repeat([]byte{2}, aesgcm.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := old.Encode(context.Background(), codec.Input, []byte(`{"a":1}`))
+	if id, ok := cur.KeyOf(sealed); !ok || id != "k1" || cur.CurrentKey() != "k2" {
+		t.Errorf("KeyOf(sealed under k1) = %q, %v; current %q", id, ok, cur.CurrentKey())
+	}
+	if id, ok := cur.KeyOf([]byte(`{"a":1}`)); ok || id != "" {
+		t.Errorf("KeyOf(clear) = %q, %v; want not sealed", id, ok)
+	}
+	if id, ok := cur.KeyOf([]byte(`"dagflow-aesgcm:v1"`)); !ok || id != "" {
+		t.Errorf("KeyOf(malformed) = %q, %v; want sealed under no key", id, ok)
+	}
+}

@@ -128,6 +128,8 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunPriority", s.testRunPriority},
 		{"RunPause", s.testRunPause},
 		{"QueuePause", s.testQueuePause},
+		{"SealedWalk", s.testSealedWalk},
+		{"CodecProbe", s.testCodecProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,67 @@
+package dashboard_test
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/api"
+	"github.com/dagflow/dagflow/codec/aesgcm"
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/persistence"
+)
+
+// keyring returns an AES-GCM codec with the named keys, the first
+// current; a key's bytes derive from its name.
+func keyring(t testing.TB, ids ...string) *aesgcm.Codec {
+	t.Helper()
+	keys := map[string][]byte{}
+	for _, id := range ids {
+		k := sha256.Sum256([]byte("test key " + id))
+		keys[id] = k[:]
+	}
+	c, err := aesgcm.New(ids[0], keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A dashboard whose keyring lacks the key a run was sealed with still
+// shows the runs list, the dead letters and the run's page, and says on
+// each that the payloads cannot be read and why.
+func TestPagesWithALostKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, real bool) {
+		old := newEnv(t, envOptions{real: real, engine: func(c *engine.Config) { c.Codec = keyring(t, "k1") }})
+		id := old.Trigger(t, "shop", map[string]any{"fail": "a"})
+		old.waitRun(t, id)
+		if _, err := old.store.Store.(persistence.TxStore).DB().Exec(`DELETE FROM codec_probe`); err != nil {
+			t.Fatal(err)
+		}
+		front := enginetest.New(t, enginetest.Options{Store: old.store.Store, Redis: old.Redis, Prefix: old.Prefix,
+			Workflows: []*dag.Workflow{shopWorkflow(t)}, Clock: engine.SystemClock,
+			Configure: func(c *engine.Config) { c.Codec = keyring(t, "k2"); c.NoWorkers = true }})
+		srv := httptest.NewServer(api.NewHandler(front.Engine, api.Options{AllowAnonymous: true}))
+		t.Cleanup(srv.Close)
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		t.Cleanup(hc.CloseIdleConnections)
+		b := &browser{t: t, hc: hc, u: srv.URL}
+		const why = "unknown key id &#34;k1&#34;"
+		for _, path := range []string{"/runs", "/dead-letters", "/runs/" + id, "/runs/" + id + "?step=a"} {
+			a := b.get(path)
+			if a.status != http.StatusOK || !strings.Contains(a.body, why) {
+				t.Errorf("GET %s: %d; want 200 naming the lost key: %.600s", path, a.status, a.body)
+			}
+		}
+		if a := b.get("/runs/" + id + "?step=a"); !strings.Contains(a.body, `id="run-payload-error"`) || !strings.Contains(a.body, `id="step-payload-error"`) {
+			t.Errorf("the run page does not say that the run's and the step's payloads cannot be read")
+		}
+	})
+}
