@@ -69,6 +69,10 @@ func sealedUnder(t *testing.T, o enginetest.Options, c *aesgcm.Codec) (env *engi
 	if _, err := env.Engine.Publish(context.Background(), "order.noted", map[string]any{"order": "SECRET-3"}, engine.EventID("ev-1")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := env.Engine.CreateSchedule(context.Background(), engine.ScheduleDefinition{Name: "sealed-nightly",
+		Spec: "0 2 * * *", Workflow: "sealed", Input: json.RawMessage(`{"order":"SECRET-4"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.Engine.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

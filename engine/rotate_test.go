@@ -81,6 +81,9 @@ func TestRotateCodec(t *testing.T) {
 		if err != nil || len(evs.Events) != 1 || evs.Events[0].PayloadError != "" {
 			t.Errorf("Events with k2 alone: %+v, %v", evs.Events, err)
 		}
+		if si, err := k2.Engine.GetSchedule(ctx, "sealed-nightly"); err != nil || !strings.Contains(string(si.Input), "SECRET-4") {
+			t.Errorf("GetSchedule with k2 alone: input %s, %v", si.Input, err)
+		}
 	})
 }
 
