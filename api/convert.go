@@ -174,5 +174,6 @@ func toSchedule(si engine.ScheduleInfo, ticks []persistence.ScheduleTick) client
 	if si.Err != nil {
 		sc.Error = si.Err.Error()
 	}
+	sc.PayloadError = si.PayloadError
 	return sc
 }

@@ -42,6 +42,10 @@ func TestListingsWithALostKey(t *testing.T) {
 		if _, err := old.Engine.Publish(context.Background(), "order.noted", map[string]any{"n": 1}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := old.Engine.CreateSchedule(context.Background(), engine.ScheduleDefinition{Name: "sealed-nightly",
+			Spec: "0 2 * * *", Workflow: "order", Input: json.RawMessage(`{"n":2}`)}); err != nil {
+			t.Fatal(err)
+		}
 		// The store was sealed before probes were written: a node with
 		// another keyring starts.
 		if _, err := old.Store.(persistence.TxStore).DB().Exec(`DELETE FROM codec_probe`); err != nil {
@@ -71,6 +75,11 @@ func TestListingsWithALostKey(t *testing.T) {
 		if len(evs.Events) != 1 || !strings.Contains(evs.Events[0].PayloadError, `unknown key id "k1"`) || string(evs.Events[0].Payload) != "null" {
 			b, _ := json.Marshal(evs)
 			t.Errorf("GET /v1/events: %s; want the event with its payload null and why", b)
+		}
+		var scs client.ScheduleList
+		front.raw(t, "GET", "/v1/schedules", "").decode(t, http.StatusOK, &scs)
+		if len(scs.Schedules) != 1 || !strings.Contains(scs.Schedules[0].PayloadError, `unknown key id "k1"`) || string(scs.Schedules[0].Input) != "null" {
+			t.Errorf("GET /v1/schedules: %+v; want the schedule with its input null and why", scs.Schedules)
 		}
 	})
 }

@@ -562,6 +562,9 @@ type Info struct {
 	Next []time.Time
 	// Err is set when the stored spec or time zone does not parse.
 	Err error
+	// PayloadError is set, by the engine, when the stored input cannot be
+	// decoded (its codec lacks the key): Input is then empty.
+	PayloadError string
 }
 
 // List returns every stored schedule, by name, with its next n fire

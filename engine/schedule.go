@@ -256,9 +256,7 @@ func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 		return nil, err
 	}
 	for i := range list {
-		if err := e.decodeSchedule(ctx, &list[i].Schedule); err != nil {
-			return nil, err
-		}
+		e.markSchedule(ctx, &list[i])
 	}
 	return list, nil
 }
@@ -270,9 +268,7 @@ func (e *Engine) GetSchedule(ctx context.Context, name string) (ScheduleInfo, er
 	if err != nil {
 		return si, err
 	}
-	if err := e.decodeSchedule(ctx, &si.Schedule); err != nil {
-		return ScheduleInfo{}, err
-	}
+	e.markSchedule(ctx, &si)
 	return si, nil
 }
 

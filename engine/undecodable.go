@@ -76,6 +76,15 @@ func (e *Engine) markAttempts(ctx context.Context, atts []persistence.Attempt) {
 	}
 }
 
+// markSchedule decodes a listed schedule's input; one the codec cannot
+// open is left empty, and PayloadError says why, so that one schedule
+// sealed under a retired key does not fail the list.
+func (e *Engine) markSchedule(ctx context.Context, si *ScheduleInfo) {
+	if err := e.decodeSchedule(ctx, &si.Schedule); err != nil {
+		si.Input, si.PayloadError = nil, err.Error()
+	}
+}
+
 // markEvent is an event as Events lists it, its payload decoded.
 func (e *Engine) markEvent(ctx context.Context, ev persistence.Event) Event {
 	out := published(ev, true)

@@ -57,5 +57,12 @@ func TestUndecodablePayloadsAreMarked(t *testing.T) {
 		if len(info.Attempts) == 0 || !strings.Contains(info.Attempts[0].PayloadError, why) || info.Attempts[0].Error != "" {
 			t.Errorf("Get: attempts %+v; want the error left out and why", info.Attempts)
 		}
+		scs, err := env.Engine.Schedules(ctx)
+		if err != nil || len(scs) != 1 || !strings.Contains(scs[0].PayloadError, why) || scs[0].Input != nil {
+			t.Errorf("Schedules: %+v, %v; want the schedule with its input left out and why", scs, err)
+		}
+		if si, err := env.Engine.GetSchedule(ctx, "sealed-nightly"); err != nil || !strings.Contains(si.PayloadError, why) {
+			t.Errorf("GetSchedule: %+v, %v; want the schedule with its input left out and why", si, err)
+		}
 	})
 }

@@ -265,6 +265,9 @@ type Schedule struct {
 	LastRuns []ScheduleTick `json:"last_runs"`
 	// Error says why the stored spec or time zone does not parse.
 	Error string `json:"error,omitempty"`
+	// PayloadError says why Input is missing: the server's codec could
+	// not decode it (see Run).
+	PayloadError string `json:"payload_error,omitempty"`
 	// Owner is "code" for a schedule a node declares, "operator" for one
 	// created or edited at run time (a node's code never overwrites it).
 	Owner string `json:"owner"`

@@ -1,7 +1,9 @@
 package dashboard_test
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -41,6 +43,10 @@ func TestPagesWithALostKey(t *testing.T) {
 		old := newEnv(t, envOptions{real: real, engine: func(c *engine.Config) { c.Codec = keyring(t, "k1") }})
 		id := old.Trigger(t, "shop", map[string]any{"fail": "a"})
 		old.waitRun(t, id)
+		if _, err := old.Engine.CreateSchedule(context.Background(), engine.ScheduleDefinition{Name: "sealed-nightly",
+			Spec: "0 2 * * *", Workflow: "shop", Input: json.RawMessage(`{"sku":"SECRET"}`)}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := old.store.Store.(persistence.TxStore).DB().Exec(`DELETE FROM codec_probe`); err != nil {
 			t.Fatal(err)
 		}
@@ -62,6 +68,13 @@ func TestPagesWithALostKey(t *testing.T) {
 		}
 		if a := b.get("/runs/" + id + "?step=a"); !strings.Contains(a.body, `id="run-payload-error"`) || !strings.Contains(a.body, `id="step-payload-error"`) {
 			t.Errorf("the run page does not say that the run's and the step's payloads cannot be read")
+		}
+		if a := b.get("/schedules"); a.status != http.StatusOK || !strings.Contains(a.body, "unreadable: ") || !strings.Contains(a.body, why) {
+			t.Errorf("GET /schedules: %d; want 200 saying the schedule's input cannot be read: %.600s", a.status, a.body)
+		}
+		// Editing would store an empty input in place of the sealed one.
+		if a := b.get("/schedules/sealed-nightly/edit"); a.status != http.StatusConflict || strings.Contains(a.body, `name="input"`) {
+			t.Errorf("GET the edit form of an unreadable schedule: %d; want 409 and no form: %.600s", a.status, a.body)
 		}
 	})
 }

@@ -51,6 +51,11 @@ func (d *Dashboard) editSchedulePage(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return actionError("There is no schedule "+truncate(name), err)
 	}
+	if sc.PayloadError != "" {
+		// An empty input field would overwrite the stored one on save.
+		return &httpError{status: http.StatusConflict, msg: "The input of schedule " + truncate(name) +
+			" cannot be read (" + sc.PayloadError + "), so it cannot be edited here; give this server the key it was sealed under."}
+	}
 	f := scheduleForm{Edit: true, Name: sc.Name, Workflow: sc.Workflow, Spec: sc.Spec, Zone: sc.TimeZone,
 		Overlap: sc.Overlap, CatchUp: sc.CatchUp, Owner: sc.Owner}
 	if f.Owner == "" {
