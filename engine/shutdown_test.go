@@ -2,9 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/internal/testenv"
 	"github.com/dagflow/dagflow/persistence"
+	"github.com/dagflow/dagflow/steps"
 )
 
 // TestStopAbandonsStuckHandler stops a node whose handler ignores its
@@ -154,4 +159,91 @@ func forwardHistory(info engine.RunInfo, step string) []string {
 		}
 	}
 	return h
+}
+
+// TestStopHandBackKeepsTheAttempt: a root step claimed at create for a
+// node whose Stop began meanwhile is handed back un-started, its attempt
+// not spent: with MaxAttempts 1, nodes stopped 0-5 ms after a Trigger
+// leave no run failed for an attempt lost to its worker, every handler
+// runs exactly once, and no attempt of the history is lost.
+func TestStopHandBackKeepsTheAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var mu sync.Mutex
+		ran := map[string]int{}
+		wf, err := dag.New("once").Step("only", steps.HandlerFunc(func(ctx context.Context, sc steps.Context) (json.RawMessage, error) {
+			mu.Lock()
+			ran[sc.RunID]++
+			mu.Unlock()
+			return nil, nil
+		}), dag.Retry(dag.RetryPolicy{MaxAttempts: 1})).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := b.opts(t)
+		base.Clock = engine.SystemClock
+		base.Workflows = []*dag.Workflow{wf}
+		base.Configure = func(cfg *engine.Config) { cfg.NoWorkers = true; cfg.ReconcileInterval = -1 }
+		obs := enginetest.New(t, base) // supplies the store and Redis; runs no steps
+		const rounds, enough = 60, 4
+		var ids []string
+		handedBack := 0
+		for i := 0; i < rounds && handedBack < enough; i++ {
+			e, err := engine.New(engine.Config{
+				Store: obs.Store, Redis: obs.Redis, Prefix: obs.Prefix, NodeID: fmt.Sprintf("racer-%d", i),
+				Lease: 30 * time.Second, ReconcileInterval: -1, Logger: slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Register(wf); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			idc := make(chan string, 1)
+			go func() {
+				id, err := e.Trigger(context.Background(), "once", nil)
+				if err != nil && !errors.Is(err, engine.ErrStopped) {
+					t.Errorf("trigger: %v", err)
+				}
+				idc <- id
+			}()
+			time.Sleep(time.Duration(rand.IntN(5001)) * time.Microsecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := e.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			cancel()
+			if id := <-idc; id != "" {
+				ids = append(ids, id)
+			}
+			if s := e.Stats(); s.ClaimedAtCreate > 0 && s.StepsStarted == 0 {
+				handedBack++ // claimed at create, never run here
+			}
+		}
+		if handedBack == 0 {
+			t.Fatalf("no claim was handed back in %d rounds: the test did not race Stop with a create", rounds)
+		}
+		o := b.opts(t)
+		o.Store, o.Redis, o.Prefix, o.Clock = obs.Store, obs.Redis, obs.Prefix, engine.SystemClock
+		o.Workflows = []*dag.Workflow{wf}
+		o.Configure = func(cfg *engine.Config) { cfg.ReconcileInterval = -1; cfg.PollInterval = 0 }
+		fin := enginetest.New(t, o)
+		for _, id := range ids {
+			info := fin.WaitTimeout(t, id, 10*time.Second)
+			if info.Run.Status != persistence.RunSucceeded {
+				t.Errorf("run %s: %s (%s)", id, info.Run.Status, info.Run.Error)
+			}
+			if diff := cmp.Diff([]string{"1 succeeded"}, forwardHistory(info, "only")); diff != "" {
+				t.Errorf("run %s: history of its step (-want +got):\n%s", id, diff)
+			}
+			mu.Lock()
+			if ran[id] != 1 {
+				t.Errorf("run %s: its handler ran %d times, want once", id, ran[id])
+			}
+			mu.Unlock()
+		}
+		t.Logf("%d runs, %d claims handed back", len(ids), handedBack)
+	})
 }

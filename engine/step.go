@@ -59,10 +59,11 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 	w, err := e.planFor(ctx, res.Run)
 	if err != nil {
 		// The run's plan is unknown for now: run nothing rather than
-		// follow another version's; the step is taken again shortly.
+		// follow another version's; the step is handed back, its
+		// attempt not spent, and taken again shortly.
 		log.Warn("step left for later: its workflow version could not be read", "err", err)
-		e.releaseLease(context.WithoutCancel(ctx), ex.runID, ex.step, ex.fence)
-		return false
+		_, ours := e.handBackClaim(context.WithoutCancel(ctx), ex.runID, ex.step, ex.fence)
+		return !ours // no longer this node's claim: nothing to retry
 	}
 	var sdef *dag.Step
 	if w != nil {

@@ -114,6 +114,15 @@ type Store interface {
 	// StepHeartbeat extends the lease of the fence holder, or returns
 	// ErrFenceMismatch.
 	StepHeartbeat(ctx context.Context, p StepHeartbeatParams) error
+	// StepHandBack gives back, un-started, a forward claim whose handler
+	// the fence holder will not run (its node is stopping): the step is
+	// queued again as if the claim had not been made. Its Attempt goes
+	// back to what it was, no attempt is recorded (none is lost, so
+	// nothing counts toward a delivery limit) and the fence is cleared,
+	// so the next claim runs the same attempt number. A step the fence
+	// no longer holds (claimed by another worker, or finished) is left
+	// alone and gives ErrFenceMismatch; an unknown one ErrStepNotFound.
+	StepHandBack(ctx context.Context, p StepHandBackParams) error
 	// StepComplete records the success (or skip) of the fence holder's
 	// attempt and, in the same transaction, queues every downstream step
 	// whose dependencies are now all succeeded or skipped, returning them.
@@ -779,6 +788,16 @@ type StepReleaseLeasesParams struct {
 	// Limit bounds how many steps one call releases: default 100, at
 	// most 10000.
 	Limit int
+}
+
+// StepHandBackParams are the arguments of Store.StepHandBack.
+type StepHandBackParams struct {
+	RunID string
+	Step  string
+	// Fence is the claim's: the hand-back changes nothing unless it still
+	// holds the step's running attempt.
+	Fence string
+	Now   time.Time
 }
 
 // StepHeartbeatParams are the arguments of Store.StepHeartbeat.

@@ -17,6 +17,9 @@ import (
 // of every workflow, which are what is in flight, never history; due_at
 // (lease_expires_at for a running step and for a compensating one that
 // holds a lease) is checked from the index before a row is read.
+//
+// And handing back a claim a node will not run (StepHandBack): the claim
+// is undone, not ended, so that it costs the step no attempt.
 
 // MaxReleaseWorkers is the most workers one StepReleaseLeases call names.
 const MaxReleaseWorkers = 100
@@ -94,4 +97,38 @@ func (s *Store) releaseLeasesQueries(p persistence.StepReleaseLeasesParams) []Qu
 // now, for tests to EXPLAIN.
 func (s *Store) ReleaseLeasesQueries(workers []string, now time.Time) []Query {
 	return s.releaseLeasesQueries(persistence.StepReleaseLeasesParams{Workers: workers, Now: now})
+}
+
+// StepHandBack implements persistence.Store: one UPDATE fenced by the
+// claim (run, step, fence, running) that undoes what the claim wrote
+// (claimRow): the step is queued again, its attempt number is the one
+// before the claim, and fence, worker, lease and claimed_at are cleared;
+// its start is cleared too when the claim set it (started_at is the
+// claim's claimed_at only then). No attempt row is written. MySQL applies
+// a single-table UPDATE's assignments in order, so started_at is decided
+// before claimed_at is cleared; SQLite reads the old row for every one.
+func (s *Store) StepHandBack(ctx context.Context, p persistence.StepHandBackParams) error {
+	if err := stepRef(p.RunID, p.Step); err != nil {
+		return err
+	}
+	if err := validToken("fence", p.Fence, MaxFenceLen); err != nil {
+		return err
+	}
+	if p.Now.IsZero() {
+		return invalid("hand-back time", "", "is zero")
+	}
+	now := s.t(norm(p.Now))
+	n, err := s.exec1(ctx, `UPDATE step_runs SET status = ?, attempt = attempt - 1, fence = '', lease_expires_at = NULL,
+			next_attempt_at = NULL, queued_at = COALESCE(queued_at, ?),
+			started_at = CASE WHEN started_at = claimed_at THEN NULL ELSE started_at END,
+			worker = '', claimed_at = NULL, updated_at = ?
+		WHERE run_id = ? AND step = ? AND fence = ? AND status = ? AND attempt > 0`,
+		string(persistence.StepQueued), now, now, p.RunID, p.Step, p.Fence, string(persistence.StepRunning))
+	if err != nil {
+		return wrap("step hand back", err)
+	}
+	if n == 0 {
+		return s.fenceError(ctx, p.RunID, p.Step)
+	}
+	return nil
 }

@@ -114,6 +114,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"AttemptHistory", s.testAttemptHistory},
 		{"HeldAttempts", s.testHeldAttempts},
 		{"ReleaseLeases", s.testReleaseLeases},
+		{"StepHandBack", s.testHandBack},
 		{"EndedAttemptRows", s.testEndedAttemptRows},
 		{"BatchesOfLargePayloads", s.testLargeBatches},
 		{"EventCreate", s.testEventCreate},
