@@ -55,7 +55,10 @@ func (r stepWaitRow) record() persistence.StepWait {
 
 // lockCorrelation takes the lock of (name, correlation): publications and
 // parks of one pair are serialized by it, so that the second sees what
-// the first wrote (the event, or the wait) whatever their order.
+// the first wrote (the event, or the wait) whatever their order. On
+// MySQL the lock's key compares with trailing spaces ignored, so
+// "D-4004" and "D-4004 " share a lock row: they are serialized more than
+// they need, and still matched byte-exact (textEq).
 func (s *Store) lockCorrelation(ctx context.Context, q querier, name, correlation string) error {
 	_, err := s.exec(ctx, q, `INSERT INTO correlation_locks (event_name, correlation) VALUES (?, ?)`+
 		s.d.InsertIgnore([]string{"event_name", "correlation"}), name, correlation)
@@ -92,11 +95,13 @@ func checkPark(p persistence.StepParkParams) error {
 	return nil
 }
 
-// matchEventSQL finds the newest event of a (name, correlation) in the
-// lookback window: the end of one range of idx_events_correlation.
-func (s *Store) matchEventSQL() string {
-	return `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
-		WHERE name = ? AND correlation = ? AND published_at >= ? ORDER BY published_at DESC LIMIT 1`
+// matchEventQuery finds the newest event of exactly (name, correlation)
+// in the lookback window: the end of one range of idx_events_correlation.
+func (s *Store) matchEventQuery(name, correlation string, since time.Time) Query {
+	eq, args := s.d.textEq("correlation", correlation)
+	return Query{Name: "StepPark/match", SQL: `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
+		WHERE name = ? AND ` + eq + ` AND published_at >= ? ORDER BY published_at DESC LIMIT 1`,
+		Args: append(append([]any{name}, args...), s.t(norm(since)))}
 }
 
 // StepPark implements persistence.Store.
@@ -131,7 +136,8 @@ func (s *Store) StepPark(ctx context.Context, p persistence.StepParkParams) (per
 		}
 		if p.Kind == persistence.WaitEvent {
 			var evs []eventRow
-			if err := s.selectAll(ctx, q, &evs, s.matchEventSQL(), p.Event, p.Correlation, s.t(norm(p.EventsSince))); err != nil {
+			match := s.matchEventQuery(p.Event, p.Correlation, p.EventsSince)
+			if err := s.selectAll(ctx, q, &evs, match.SQL, match.Args...); err != nil {
 				return err
 			}
 			if len(evs) > 0 {
@@ -241,11 +247,12 @@ func (s *Store) RunChildren(ctx context.Context, runID string) ([]persistence.Ru
 	return out, nil
 }
 
-// waitersSQL finds the steps waiting for an event: one range of
-// idx_step_waits_match.
-func (s *Store) waitersSQL() string {
-	return `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_match") + `
-		WHERE event_name = ? AND correlation = ? ORDER BY run_id, step`
+// waitersQuery finds the steps waiting for an event of exactly name and
+// correlation: one range of idx_step_waits_match.
+func (s *Store) waitersQuery(name, correlation string) Query {
+	eq, args := s.d.textEq("correlation", correlation)
+	return Query{Name: "EventCreate/waiters", SQL: `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_match") + `
+		WHERE event_name = ? AND ` + eq + ` ORDER BY run_id, step`, Args: append([]any{name}, args...)}
 }
 
 // resolveWaiters completes, in the event's transaction (which holds the
@@ -257,7 +264,8 @@ func (s *Store) resolveWaiters(ctx context.Context, q querier, ev persistence.Ev
 		output = ev.Payload
 	}
 	var waits []stepWaitRow
-	if err := s.selectAll(ctx, q, &waits, s.waitersSQL(), ev.Name, ev.Correlation); err != nil {
+	wq := s.waitersQuery(ev.Name, ev.Correlation)
+	if err := s.selectAll(ctx, q, &waits, wq.SQL, wq.Args...); err != nil {
 		return nil, err
 	}
 	var out []persistence.StepCompleteResult
@@ -342,8 +350,8 @@ func (s *Store) StepListParkedDue(ctx context.Context, p persistence.ListDuePara
 func (s *Store) ParkedQueries(now time.Time) []Query {
 	qs := s.parkedDueQueries(persistence.ListDueParams{Before: now})
 	return append(qs,
-		Query{Name: "StepPark/match", SQL: s.matchEventSQL(), Args: []any{"payment.captured", "A-1", s.t(now)}},
-		Query{Name: "EventCreate/waiters", SQL: s.waitersSQL(), Args: []any{"payment.captured", "A-1"}},
+		s.matchEventQuery("payment.captured", "A-1", now),
+		s.waitersQuery("payment.captured", "A-1"),
 		Query{Name: "StepListChildDone", SQL: s.childDoneSQL(), Args: s.childDoneArgs(100)},
 		Query{Name: "RunChildren", SQL: s.childrenSQL(), Args: []any{"run-00042"}},
 	)

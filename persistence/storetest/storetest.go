@@ -127,6 +127,11 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunPriority", s.testRunPriority},
 		{"RunPause", s.testRunPause},
 		{"QueuePause", s.testQueuePause},
+		{"ExactCorrelation", s.testExactCorrelation},
+		{"ExactCorrelationLookback", s.testExactCorrelationLookback},
+		{"ExactNames", s.testExactNames},
+		{"ExactIdempotencyKeys", s.testExactIdempotencyKeys},
+		{"ExactNodeTokens", s.testExactNodeTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
