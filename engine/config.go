@@ -123,7 +123,8 @@ type Config struct {
 	// died, or froze past its lease): it keeps killing its workers. Counted
 	// in the store. Default 10.
 	DeliveryLimit int
-	// NodeID identifies this process in attempts and logs. Default
+	// NodeID identifies this process in attempts and logs: at most 128
+	// bytes, no control characters, no space at either end. Default
 	// host-pid-random.
 	NodeID string
 	// Rand returns a uniform draw in [0,1) for backoff jitter. Default
@@ -367,6 +368,11 @@ func (c Config) validate() error {
 	}
 	if i := strings.IndexFunc(c.NodeID, unprintable); i >= 0 {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeID %q has a control character at byte %d", c.NodeID, i))
+	}
+	if strings.TrimSpace(c.NodeID) != c.NodeID {
+		// MySQL compares node ids with trailing spaces ignored: the
+		// store refuses such ids, and New says so before Start.
+		errs = append(errs, fmt.Errorf("engine: Config.NodeID %q begins or ends with a space", c.NodeID))
 	}
 	if c.NodeHeartbeat < minInterval {
 		errs = append(errs, fmt.Errorf("engine: Config.NodeHeartbeat %v is under %v (a missing unit?)", c.NodeHeartbeat, minInterval))

@@ -42,6 +42,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"prefix with a space", func(c *engine.Config) { c.Prefix = "my app" }, `Config.Prefix "my app" has a brace, space or control character at byte 2`},
 		{"long prefix", func(c *engine.Config) { c.Prefix = strings.Repeat("p", 101) }, `Config.Prefix is 101 bytes, over 100`},
 		{"node id with a newline", func(c *engine.Config) { c.NodeID = "node\n1" }, `Config.NodeID "node\n1" has a control character at byte 4`},
+		{"node id ending in a space", func(c *engine.Config) { c.NodeID = "web-1 " }, `Config.NodeID "web-1 " begins or ends with a space`},
+		{"node id starting with a space", func(c *engine.Config) { c.NodeID = " web-1" }, `Config.NodeID " web-1" begins or ends with a space`},
 		{"negative poll", func(c *engine.Config) { c.PollInterval = -time.Second }, `Config.PollInterval -1s is negative`},
 		{"reconcile without a unit", func(c *engine.Config) { c.ReconcileInterval = 2 }, `Config.ReconcileInterval 2ns is under 1ms`},
 		{"schedule without a unit", func(c *engine.Config) { c.ScheduleInterval = 1 }, `Config.ScheduleInterval 1ns is under 1ms`},

@@ -703,6 +703,7 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 	})
 
 	t.Run("Limits", func(t *testing.T) { runLimitSuite(t, newClient) })
+	t.Run("LimitKeysAreExact", func(t *testing.T) { runExactLimitKeys(t, newClient) })
 
 	t.Run("Bind", func(t *testing.T) {
 		q, _ := setup(t)

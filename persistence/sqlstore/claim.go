@@ -39,7 +39,7 @@ func (s *Store) claimMany(ctx context.Context, items []claimItem, fence, worker 
 	if err := validToken("fence", fence, MaxFenceLen); err != nil {
 		return nil, err
 	}
-	if err := validToken("worker", worker, MaxWorkerLen); err != nil {
+	if err := validNodeToken("worker", worker, MaxWorkerLen); err != nil {
 		return nil, err
 	}
 	now, lease := norm(now), norm(leaseUntil)
@@ -322,7 +322,7 @@ func (s *Store) StepClaim(ctx context.Context, p persistence.StepClaimParams) (p
 	if err := validToken("fence", p.Fence, MaxFenceLen); err != nil {
 		return persistence.StepClaimResult{}, err
 	}
-	if err := validToken("worker", p.Worker, MaxWorkerLen); err != nil {
+	if err := validNodeToken("worker", p.Worker, MaxWorkerLen); err != nil {
 		return persistence.StepClaimResult{}, err
 	}
 	if !p.Compensation {

@@ -29,7 +29,7 @@ func (s *Store) StepCompleteMany(ctx context.Context, mp persistence.StepComplet
 		if err := validToken("fence", rc.Fence, MaxFenceLen); err != nil {
 			return nil, err
 		}
-		if err := validToken("worker", rc.Worker, MaxWorkerLen); err != nil {
+		if err := validNodeToken("worker", rc.Worker, MaxWorkerLen); err != nil {
 			return nil, err
 		}
 	}

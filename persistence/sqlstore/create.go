@@ -387,7 +387,7 @@ func (s *Store) RunCreateMany(ctx context.Context, mp persistence.RunCreateManyP
 		if err := validToken("fence", rc.Fence, MaxFenceLen); err != nil {
 			return nil, err
 		}
-		if err := validToken("worker", rc.Worker, MaxWorkerLen); err != nil {
+		if err := validNodeToken("worker", rc.Worker, MaxWorkerLen); err != nil {
 			return nil, err
 		}
 	}

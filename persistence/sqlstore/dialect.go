@@ -52,6 +52,12 @@ type Dialect struct {
 	// id column instead and read no index of it. Nil: the expression as
 	// it is (SQLite has one text type).
 	AsID func(expr string) string
+	// ExactText returns a condition that the text expression equals the
+	// next placeholder byte for byte, ANDed after "expr = ?" (which reads
+	// expr's index): the PAD SPACE collations of MySQL, MariaDB and TiDB
+	// (utf8mb4_bin) take "D-4004" and "D-4004 " for equal. Nil where text
+	// compares byte-exact already (SQLite's BINARY collation).
+	ExactText func(expr string) string
 	// SerializeWrites makes the Store run one write transaction at a time
 	// in this process (SQLite allows one writer per database).
 	SerializeWrites bool
@@ -105,6 +111,16 @@ func (d Dialect) asID(expr string) string {
 	return d.AsID(expr)
 }
 
+// textEq returns "expr = ?" for a free text value (a correlation), made
+// byte-exact where the database's collation needs it (Dialect.ExactText),
+// with its arguments.
+func (d Dialect) textEq(expr, v string) (string, []any) {
+	if d.ExactText == nil {
+		return expr + " = ?", []any{v}
+	}
+	return expr + " = ? AND " + d.ExactText(expr), []any{v, v}
+}
+
 // useIndex returns d.UseIndex(index), or "" without one.
 func (d Dialect) useIndex(index string) string {
 	if d.UseIndex == nil {
@@ -134,6 +150,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		RowValueIn:     true,
 		UseIndex:       func(index string) string { return " FORCE INDEX (" + index + ")" },
 		AsID:           func(expr string) string { return "CONVERT(" + expr + " USING ascii) COLLATE ascii_bin" },
+		ExactText:      func(expr string) string { return "CAST(" + expr + " AS BINARY) = CAST(? AS BINARY)" },
 		Time:           func(t time.Time) any { return t },
 		NowSQL:         "SELECT UNIX_TIMESTAMP(NOW(6))",
 		TableExistsSQL: "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",

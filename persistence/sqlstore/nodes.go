@@ -44,7 +44,7 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 
 // validNode checks a node's id and Info.
 func validNode(n persistence.Node) error {
-	if err := validToken("node id", n.ID, MaxNodeIDLen); err != nil {
+	if err := validNodeToken("node id", n.ID, MaxNodeIDLen); err != nil {
 		return err
 	}
 	if len(n.Info) > MaxNodeInfo {

@@ -34,7 +34,7 @@ func (s *Store) StepReleaseLeases(ctx context.Context, p persistence.StepRelease
 		return nil, invalid("release workers", fmt.Sprint(len(p.Workers)), fmt.Sprintf("must name 1 to %d workers", MaxReleaseWorkers))
 	}
 	for _, w := range p.Workers {
-		if err := validToken("worker", w, MaxWorkerLen); err != nil {
+		if err := validNodeToken("worker", w, MaxWorkerLen); err != nil {
 			return nil, err
 		}
 	}

@@ -333,7 +333,7 @@ func validLease(p persistence.LeaseParams) error {
 	if err := validName("lease name", p.Name); err != nil {
 		return err
 	}
-	return validToken("lease holder", p.Holder, maxLeaseHolder)
+	return validNodeToken("lease holder", p.Holder, maxLeaseHolder)
 }
 
 // LeaseAcquire implements persistence.Store: the lease's row is inserted

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dagflow/dagflow/internal/jsoncheck"
@@ -156,6 +157,23 @@ func validToken(field, v string, maxLen int) error {
 		return invalid(field, v, "too long")
 	case !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0:
 		return invalid(field, v, "must be valid UTF-8 without NUL")
+	}
+	return nil
+}
+
+// validNodeToken checks a node id, a worker or a lease holder: as
+// validToken, and without white space at either end. MySQL compares these
+// columns with trailing spaces ignored (a PAD SPACE collation, and a
+// primary key of node ids), so two storable ones must never differ by
+// trailing spaces alone; the rule is symmetric so that it reads as one.
+func validNodeToken(field, v string, maxLen int) error {
+	if err := validToken(field, v, maxLen); err != nil {
+		return err
+	}
+	first, _ := utf8.DecodeRuneInString(v)
+	last, _ := utf8.DecodeLastRuneInString(v)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return invalid(field, v, "must not begin or end with white space")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -91,16 +92,21 @@ func correlationValues(correlation string, aliases []string) []string {
 	return slices.Compact(vs)
 }
 
-// correlationIn is the condition on column for values, with its
-// arguments after args.
-func correlationIn(column string, values []string, args ...any) (string, []any) {
-	for _, v := range values {
-		args = append(args, v)
-	}
+// correlationIn is the condition that column equals one of values byte
+// for byte (Dialect.textEq: MySQL's PAD SPACE collations ignore trailing
+// spaces), with its arguments after args. Each value reads one range of
+// column's index.
+func (s *Store) correlationIn(column string, values []string, args ...any) (string, []any) {
 	if len(values) == 1 {
-		return column + " = ?", args
+		eq, a := s.d.textEq(column, values[0])
+		return eq, append(args, a...)
 	}
-	return column + " IN (" + in(len(values)) + ")", args
+	parts := make([]string, len(values))
+	for i, v := range values {
+		eq, a := s.d.textEq(column, v)
+		parts[i], args = "("+eq+")", append(args, a...)
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", args
 }
 
 // lockCorrelation takes the lock of (name, correlation) for each of
@@ -109,7 +115,9 @@ func correlationIn(column string, values []string, args ...any) (string, []any) 
 // are serialized by it, so that the second sees what the first wrote (the
 // event, or the wait) whatever their order, also when they hash it under
 // different keys of one keyring (each locks the hashes of every key it
-// has).
+// has). On MySQL the lock's key compares with trailing spaces ignored,
+// so "D-4004" and "D-4004 " share a lock row: they are serialized more
+// than they need, and still matched byte-exact (correlationIn).
 func (s *Store) lockCorrelation(ctx context.Context, q querier, name string, values []string) error {
 	for _, v := range values {
 		if _, err := s.exec(ctx, q, `INSERT INTO correlation_locks (event_name, correlation) VALUES (?, ?)`+
@@ -157,7 +165,7 @@ func checkPark(p persistence.StepParkParams) error {
 // lookback window: the end of one range of idx_events_correlation (of a
 // range per value, with aliases).
 func (s *Store) matchEventSQL(name string, values []string, since any) (string, []any) {
-	cond, args := correlationIn("correlation", values, name)
+	cond, args := s.correlationIn("correlation", values, name)
 	return `SELECT ` + eventCols + ` FROM events` + s.d.useIndex("idx_events_correlation") + `
 		WHERE name = ? AND ` + cond + ` AND published_at >= ? ORDER BY published_at DESC LIMIT 1`, append(args, since)
 }
@@ -309,7 +317,7 @@ func (s *Store) RunChildren(ctx context.Context, runID string) ([]persistence.Ru
 // waitersSQL finds the steps waiting for an event: one range of
 // idx_step_waits_match (one per value, with aliases).
 func (s *Store) waitersSQL(name string, values []string) (string, []any) {
-	cond, args := correlationIn("correlation", values, name)
+	cond, args := s.correlationIn("correlation", values, name)
 	return `SELECT ` + stepWaitCols + ` FROM step_waits` + s.d.useIndex("idx_step_waits_match") + `
 		WHERE event_name = ? AND ` + cond + ` ORDER BY run_id, step`, args
 }

@@ -131,6 +131,11 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"QueuePause", s.testQueuePause},
 		{"SealedWalk", s.testSealedWalk},
 		{"CodecProbe", s.testCodecProbe},
+		{"ExactCorrelation", s.testExactCorrelation},
+		{"ExactCorrelationLookback", s.testExactCorrelationLookback},
+		{"ExactNames", s.testExactNames},
+		{"ExactIdempotencyKeys", s.testExactIdempotencyKeys},
+		{"ExactNodeTokens", s.testExactNodeTokens},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
