@@ -16,7 +16,7 @@ import (
 
 // The columns the engine's payload codec encodes, for re-encoding them
 // under a new key (engine.RotateCodec), and the codec probe (MySQL
-// migration 00019, SQLite 00017).
+// migration 00017, SQLite 00016).
 
 // sealedColumn is a column the codec encodes, with its table's primary
 // key: the walk pages by it.
