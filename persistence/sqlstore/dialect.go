@@ -52,11 +52,14 @@ type Dialect struct {
 	// id column instead and read no index of it. Nil: the expression as
 	// it is (SQLite has one text type).
 	AsID func(expr string) string
-	// ExactText returns a condition that the text expression equals the
-	// next placeholder byte for byte, ANDed after "expr = ?" (which reads
-	// expr's index): the PAD SPACE collations of MySQL, MariaDB and TiDB
-	// (utf8mb4_bin) take "D-4004" and "D-4004 " for equal. Nil where text
-	// compares byte-exact already (SQLite's BINARY collation).
+	// ExactText returns a condition that, ANDed after "expr = ?" (which
+	// reads expr's index), makes the two equal byte for byte: the PAD
+	// SPACE collations of MySQL, MariaDB and TiDB (utf8mb4_bin) take
+	// "D-4004" and "D-4004 " for equal. For a _bin collation, values equal
+	// but for trailing spaces and of one length in bytes are the same
+	// bytes; a comparison of casts to BINARY is no such check on TiDB,
+	// which still ignored the trailing spaces. Nil where text compares
+	// byte-exact already (SQLite's BINARY collation).
 	ExactText func(expr string) string
 	// SerializeWrites makes the Store run one write transaction at a time
 	// in this process (SQLite allows one writer per database).
@@ -150,7 +153,7 @@ func MySQL(isDuplicate, isRetryable func(error) bool) Dialect {
 		RowValueIn:     true,
 		UseIndex:       func(index string) string { return " FORCE INDEX (" + index + ")" },
 		AsID:           func(expr string) string { return "CONVERT(" + expr + " USING ascii) COLLATE ascii_bin" },
-		ExactText:      func(expr string) string { return "CAST(" + expr + " AS BINARY) = CAST(? AS BINARY)" },
+		ExactText:      func(expr string) string { return "LENGTH(" + expr + ") = LENGTH(?)" },
 		Time:           func(t time.Time) any { return t },
 		NowSQL:         "SELECT UNIX_TIMESTAMP(NOW(6))",
 		TableExistsSQL: "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
