@@ -208,7 +208,7 @@ func newRunsSkipCmd(sec *secrets) *cobra.Command {
 }
 
 func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow, status, cursor string, limit int) error {
-	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor}
+	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor, NoPayloads: true} // the table shows none
 	if status != "" {
 		s := persistence.RunStatus(status)
 		if !s.Valid() {
