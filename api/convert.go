@@ -30,13 +30,17 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 func toRun(r persistence.Run) client.Run {
+	in, inRef := inline(r.Input, runPayloadPath(r.ID, "input"))
+	out, outRef := inline(r.Output, runPayloadPath(r.ID, "output"))
 	return client.Run{
 		ID:             r.ID,
 		Workflow:       r.Workflow,
 		Version:        r.Version,
 		Status:         string(r.Status),
-		Input:          rawJSON(r.Input),
-		Output:         rawJSON(r.Output),
+		Input:          in,
+		InputRef:       inRef,
+		Output:         out,
+		OutputRef:      outRef,
 		Error:          r.Error,
 		Definition:     r.Definition,
 		IdempotencyKey: r.IdempotencyKey,
@@ -54,19 +58,12 @@ func toRun(r persistence.Run) client.Run {
 	}
 }
 
-func toRuns(rs []persistence.Run) []client.Run {
-	out := make([]client.Run, len(rs))
-	for i, r := range rs {
-		out[i] = toRun(r)
-	}
-	return out
-}
-
 func toStep(s persistence.StepRun) client.Step {
 	deps := s.Deps
 	if deps == nil {
 		deps = []string{}
 	}
+	out, outRef := inline(s.Output, stepOutputPath(s.RunID, s.Step))
 	return client.Step{
 		RunID:          s.RunID,
 		Step:           s.Step,
@@ -76,7 +73,8 @@ func toStep(s persistence.StepRun) client.Step {
 		Attempt:        s.Attempt,
 		MaxAttempts:    s.MaxAttempts,
 		CompAttempt:    s.CompAttempt,
-		Output:         rawJSON(s.Output),
+		Output:         out,
+		OutputRef:      outRef,
 		Error:          s.Error,
 		LeaseExpiresAt: utcPtr(s.LeaseExpiresAt),
 		NextAttemptAt:  utcPtr(s.NextAttemptAt),
@@ -129,13 +127,15 @@ func toRunDetail(info engine.RunInfo) client.RunDetail {
 	for i, c := range info.Children {
 		children[i] = client.ChildRun{RunID: c.RunID, Workflow: c.Workflow, Step: c.Step, Status: string(c.Status)}
 	}
+	out, outRef := runOutput(info)
 	d := client.RunDetail{
-		Run:      toRun(info.Run),
-		Steps:    toSteps(info.Steps),
-		Attempts: atts,
-		Actions:  acts,
-		Output:   rawJSON(info.Output()),
-		Children: children,
+		Run:       toRun(info.Run),
+		Steps:     toSteps(info.Steps),
+		Attempts:  atts,
+		Actions:   acts,
+		Output:    out,
+		OutputRef: outRef,
+		Children:  children,
 	}
 	if info.Run.ParentRunID != "" {
 		d.Parent = &client.RunParent{RunID: info.Run.ParentRunID, Step: info.Run.ParentStep}

@@ -254,6 +254,9 @@ func (s *server) routes() []Route {
 
 		{Method: "GET", Path: "/v1/runs", Scope: ScopeRead, handle: s.listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Scope: ScopeRead, handle: s.getRun},
+		{Method: "GET", Path: "/v1/runs/{id}/input", Scope: ScopeRead, handle: s.getRunInput},
+		{Method: "GET", Path: "/v1/runs/{id}/output", Scope: ScopeRead, handle: s.getRunOutput},
+		{Method: "GET", Path: "/v1/runs/{id}/steps/{step}/output", Scope: ScopeRead, handle: s.getStepOutput},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Scope: ScopeOperate, handle: s.cancelRun},
 		{Method: "POST", Path: "/v1/runs/{id}/steps/{step}/signal", Scope: ScopeOperate, handle: s.signalStep},
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Scope: ScopeOperate, handle: s.retryRun},

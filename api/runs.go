@@ -146,11 +146,16 @@ func (s *server) trigger(ctx context.Context, workflow string, input any, opts [
 
 // listRuns lists runs: GET /v1/runs.
 func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	q, err := queryValues(r, "workflow", "status", "created_after", "created_before", "idempotency_key", "cursor", "limit")
+	q, err := queryValues(r, "workflow", "status", "created_after", "created_before", "idempotency_key", "cursor", "limit", "include")
 	if err != nil {
 		return err
 	}
-	var f engine.RunFilter
+	inc, err := includeParam(q)
+	if err != nil {
+		return err
+	}
+	// Without payloads asked for, the store does not read them.
+	f := engine.RunFilter{NoPayloads: !inc.input && !inc.output}
 	if f.Workflow, err = nameParam(q, "workflow"); err != nil {
 		return err
 	}
@@ -182,7 +187,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, client.RunList{Runs: toRuns(page.Runs), NextCursor: page.NextCursor})
+	return writeJSON(w, http.StatusOK, client.RunList{Runs: toListedRuns(page.Runs, inc), NextCursor: page.NextCursor})
 }
 
 // getRun shows a run with its steps, attempts and outputs: GET /v1/runs/{id}.

@@ -58,26 +58,55 @@ type ChildRun struct {
 	Status   persistence.RunStatus
 }
 
-// Output returns the run's result: a JSON object mapping each final step
-// (one no other step depends on) that succeeded to its output.
+// Output returns the run's result: its output when it has one, else a
+// JSON object mapping each final step (one no other step depends on)
+// that succeeded to its output.
 func (ri RunInfo) Output() json.RawMessage {
 	if ri.Run.Output != nil {
 		return ri.Run.Output
 	}
+	out := map[string]json.RawMessage{}
+	for _, s := range ri.finalOutputs() {
+		out[s.Step] = s.Output
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// OutputSize returns the length of what Output would return, without
+// building it (a reader can decide whether to): exact when the final
+// steps' outputs are compact JSON, as the store keeps them.
+func (ri RunInfo) OutputSize() int {
+	if ri.Run.Output != nil {
+		return len(ri.Run.Output)
+	}
+	n := 2 // {}
+	for i, s := range ri.finalOutputs() {
+		if i > 0 {
+			n++ // ,
+		}
+		n += len(s.Step) + 3 + len(s.Output) // "name":output
+	}
+	return n
+}
+
+// finalOutputs returns the steps whose outputs make the run's result:
+// the final ones (no other step depends on them) that succeeded with an
+// output.
+func (ri RunInfo) finalOutputs() []persistence.StepRun {
 	hasDependents := map[string]bool{}
 	for _, s := range ri.Steps {
 		for _, d := range s.Deps {
 			hasDependents[d] = true
 		}
 	}
-	out := map[string]json.RawMessage{}
+	var out []persistence.StepRun
 	for _, s := range ri.Steps {
 		if !hasDependents[s.Step] && s.Status == persistence.StepSucceeded && s.Output != nil {
-			out[s.Step] = s.Output
+			out = append(out, s)
 		}
 	}
-	b, _ := json.Marshal(out)
-	return b
+	return out
 }
 
 // Step returns the named step of the run, or false.
@@ -105,6 +134,43 @@ func (e *Engine) Get(ctx context.Context, runID string) (RunInfo, error) {
 		return err
 	})
 	return ri, err
+}
+
+// GetRun returns a run without its steps, its payloads decoded
+// (Config.Codec): what a reader of one of its payloads needs. It reads
+// like Get (the read replica, unless ctx says ReadPrimary).
+func (e *Engine) GetRun(ctx context.Context, runID string) (persistence.Run, error) {
+	var run persistence.Run
+	err := e.read(ctx, func(st persistence.Store) (err error) {
+		run, err = st.RunGet(ctx, runID)
+		return err
+	})
+	if err != nil {
+		return persistence.Run{}, err
+	}
+	if err := e.decodeRun(ctx, &run); err != nil {
+		return persistence.Run{}, err
+	}
+	return run, nil
+}
+
+// GetStep returns one step of a run, its output and error decoded
+// (Config.Codec). It reads like Get. A step the run does not have gives
+// an error wrapping persistence.ErrStepNotFound.
+func (e *Engine) GetStep(ctx context.Context, runID, step string) (persistence.StepRun, error) {
+	var st persistence.StepRun
+	err := e.read(ctx, func(s persistence.Store) (err error) {
+		st, err = s.StepGet(ctx, runID, step)
+		return err
+	})
+	if err != nil {
+		return persistence.StepRun{}, err
+	}
+	sts := []persistence.StepRun{st}
+	if err := e.decodeSteps(ctx, sts); err != nil {
+		return persistence.StepRun{}, err
+	}
+	return sts[0], nil
 }
 
 // getFrom is Get on one store.

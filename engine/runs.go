@@ -31,6 +31,10 @@ type RunFilter struct {
 	// Limit is the most runs on a page: 50 when zero or negative, at most
 	// 1000 (more is taken as 1000).
 	Limit int
+	// NoPayloads leaves the runs' Input and Output nil: the store does
+	// not read them, so a page of runs with large payloads costs no more
+	// than one without (a list that shows none of them).
+	NoPayloads bool
 }
 
 // Runs lists runs, newest first (by creation time, then id), a page at a
@@ -61,6 +65,7 @@ func (e *Engine) Runs(ctx context.Context, f RunFilter) (persistence.RunPage, er
 			IdempotencyKey: f.IdempotencyKey,
 			Cursor:         f.Cursor,
 			Limit:          f.Limit,
+			NoPayloads:     f.NoPayloads,
 		})
 		return err
 	})

@@ -588,6 +588,9 @@ type RunListParams struct {
 	CreatedBefore  time.Time
 	Cursor         string // from a previous page's NextCursor
 	Limit          int    // default 50, at most 1000
+	// NoPayloads leaves the runs' Input and Output nil, unread: a list
+	// that shows none of them reads no more than its rows' small columns.
+	NoPayloads bool
 }
 
 // DefinitionListParams are the arguments of Store.DefinitionList.

@@ -276,6 +276,10 @@ type RunFilter struct {
 	IdempotencyKey string
 	Cursor         string
 	Limit          int
+	// Include asks for the runs' payloads, "input" and/or "output"
+	// (each over the inline limit still a PayloadRef); by default a list
+	// has none.
+	Include []string
 }
 
 // ListRuns calls GET /v1/runs: a page of runs, newest first; pass its
@@ -302,6 +306,7 @@ func (c *Client) ListRuns(ctx context.Context, f RunFilter) (RunList, error) {
 	if f.Limit > 0 {
 		set("limit", strconv.Itoa(f.Limit))
 	}
+	set("include", strings.Join(f.Include, ","))
 	var out RunList
 	_, _, err := c.do(ctx, http.MethodGet, "/v1/runs", q, nil, nil, &out)
 	return out, err
@@ -311,6 +316,14 @@ func (c *Client) ListRuns(ctx context.Context, f RunFilter) (RunList, error) {
 func (c *Client) GetRun(ctx context.Context, id string) (RunDetail, error) {
 	var out RunDetail
 	_, _, err := c.do(ctx, http.MethodGet, "/v1/runs/"+seg(id), nil, nil, nil, &out)
+	return out, err
+}
+
+// Payload reads a payload an answer referred to (a PayloadRef's URL):
+// the run's input or output, or a step's output, whole.
+func (c *Client) Payload(ctx context.Context, ref PayloadRef) (json.RawMessage, error) {
+	var out json.RawMessage
+	_, _, err := c.do(ctx, http.MethodGet, ref.URL, nil, nil, nil, &out)
 	return out, err
 }
 

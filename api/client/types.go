@@ -18,10 +18,18 @@ type Run struct {
 	Version int `json:"version"`
 	// Definition is the hash of the definition the run started with; empty
 	// for runs created before definitions were stored.
-	Definition     string            `json:"definition,omitempty"`
-	Status         string            `json:"status"`
-	Input          json.RawMessage   `json:"input"`
-	Output         json.RawMessage   `json:"output"`
+	Definition string `json:"definition,omitempty"`
+	Status     string `json:"status"`
+	// Input and Output are the run's payloads (null for none). A payload
+	// over the API's inline limit is null here, and InputRef or OutputRef
+	// says where to read it whole. GET /v1/runs leaves both out unless
+	// asked for them (RunFilter.Include).
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	// InputRef and OutputRef are set when Input or Output is left out
+	// for its size.
+	InputRef       *PayloadRef       `json:"input_ref,omitempty"`
+	OutputRef      *PayloadRef       `json:"output_ref,omitempty"`
 	Error          string            `json:"error,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
@@ -42,17 +50,28 @@ type Run struct {
 	PayloadError string `json:"payload_error,omitempty"`
 }
 
+// PayloadRef stands for a payload too large to be inline in an answer
+// (over 64 KiB of JSON): its size, and the path (under the API's base)
+// that serves it whole, as application/json, to a key of the read scope.
+type PayloadRef struct {
+	Bytes int    `json:"bytes"`
+	URL   string `json:"url"`
+}
+
 // Step is the state of one step of a run.
 type Step struct {
-	RunID          string          `json:"run_id"`
-	Step           string          `json:"step"`
-	Queue          string          `json:"queue"`
-	Status         string          `json:"status"`
-	Deps           []string        `json:"deps"`
-	Attempt        int             `json:"attempt"`
-	MaxAttempts    int             `json:"max_attempts"`
-	CompAttempt    int             `json:"compensation_attempt"`
+	RunID       string   `json:"run_id"`
+	Step        string   `json:"step"`
+	Queue       string   `json:"queue"`
+	Status      string   `json:"status"`
+	Deps        []string `json:"deps"`
+	Attempt     int      `json:"attempt"`
+	MaxAttempts int      `json:"max_attempts"`
+	CompAttempt int      `json:"compensation_attempt"`
+	// Output is the step's output (null for none); one over the API's
+	// inline limit is null, and OutputRef says where to read it whole.
 	Output         json.RawMessage `json:"output"`
+	OutputRef      *PayloadRef     `json:"output_ref,omitempty"`
 	Error          string          `json:"error,omitempty"`
 	LeaseExpiresAt *time.Time      `json:"lease_expires_at,omitempty"`
 	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
@@ -90,8 +109,11 @@ type RunDetail struct {
 	// Actions are the operator actions on the run, oldest first.
 	Actions []RunAction `json:"actions"`
 	// Output is the run's result: its output when it succeeded, else an
-	// object mapping each final step that succeeded to its output.
-	Output json.RawMessage `json:"output"`
+	// object mapping each final step that succeeded to its output. Over
+	// the API's inline limit it is null, and OutputRef says where to read
+	// it whole.
+	Output    json.RawMessage `json:"output"`
+	OutputRef *PayloadRef     `json:"output_ref,omitempty"`
 	// Parent is the run and `child` step that started this run (a child
 	// workflow); nil for other runs.
 	Parent *RunParent `json:"parent,omitempty"`

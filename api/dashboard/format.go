@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -104,14 +103,19 @@ func firstLine(s string) string {
 	return shorten(s, 160)
 }
 
-// prettyJSON indents a JSON value for a <pre>; "" for none.
+// prettyJSON indents a JSON value for a form to edit; "" for none. A
+// value that indents to more than maxShown bytes and four times its size
+// (a deeply nested one) is returned as it is, whole.
 func prettyJSON(b []byte) string {
 	if len(b) == 0 || string(b) == "null" {
 		return ""
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
+	if !json.Valid(b) {
 		return string(b)
 	}
-	return out.String()
+	text, cut := indent(b, max(maxShown, 4*len(b)))
+	if cut {
+		return string(b)
+	}
+	return text
 }

@@ -55,7 +55,9 @@ const formTime = "2006-01-02T15:04"
 // engineFilter turns the page's filter into the engine's; a search that
 // is a run id is answered by RunGet instead (the bool).
 func (f runFilter) engineFilter(limit int) (engine.RunFilter, error) {
-	ef := engine.RunFilter{Workflow: f.Workflow, Cursor: f.Cursor, Limit: limit, IdempotencyKey: f.Q}
+	// The lists and bulk actions show and need no payload: the store
+	// reads none.
+	ef := engine.RunFilter{Workflow: f.Workflow, Cursor: f.Cursor, Limit: limit, IdempotencyKey: f.Q, NoPayloads: true}
 	if f.Status != "" {
 		ef.Status = []persistence.RunStatus{persistence.RunStatus(f.Status)}
 	}

@@ -23,7 +23,7 @@ type stepRow struct {
 type stepDetail struct {
 	Step           persistence.StepRun
 	Attempts       []persistence.Attempt
-	Output         string
+	Output         *shownValue
 	IdempotencyKey string
 	Worker         string
 	Needs, After   []string
@@ -110,20 +110,34 @@ func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, 
 		return err
 	}
 	detail := d.stepPanel(ctx, ri, plan, sel, s)
-	input := d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "input"}, run.Input)
-	var output json.RawMessage
-	if run.Status == persistence.RunSucceeded {
-		output = d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "output"}, ri.Output())
-	}
+	input := show(d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "input"}, run.Input), d.payloadURL(run.ID, "", "input"))
 	data := map[string]any{
 		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
-		"Input": prettyJSON(input), "Output": prettyJSON(output), "LiveRun": run.ID,
+		"Input": input, "Output": d.runOutput(ri), "LiveRun": run.ID,
 		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
 		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
 		"History": ri.Actions, "Form": form, "Children": ri.Children,
 	}
 	d.render(w, r, s, status, "run", "Run "+shorten(run.ID, 13), data)
 	return nil
+}
+
+// maxOutputRead is the largest run result (built of its final steps'
+// outputs) a run page builds to show the start of: a larger one is only
+// linked to.
+const maxOutputRead = 1 << 20
+
+// runOutput is what the run page shows of a succeeded run's result.
+func (d *Dashboard) runOutput(ri engine.RunInfo) *shownValue {
+	run := ri.Run
+	if run.Status != persistence.RunSucceeded {
+		return nil
+	}
+	url := d.payloadURL(run.ID, "", "output")
+	if n := ri.OutputSize(); n > maxOutputRead {
+		return tooLarge(n, url)
+	}
+	return show(d.cfg.Redact(Payload{Workflow: run.Workflow, RunID: run.ID, Kind: "output"}, ri.Output()), url)
 }
 
 // retryable reports whether a run in status st may have its dead steps
@@ -214,7 +228,8 @@ func (d *Dashboard) stepPanel(ctx context.Context, ri engine.RunInfo, plan []pla
 		}
 	}
 	if st.Output != nil {
-		det.Output = prettyJSON(d.cfg.Redact(Payload{Workflow: ri.Run.Workflow, RunID: ri.Run.ID, Step: st.Step, Kind: "output"}, st.Output))
+		det.Output = show(d.cfg.Redact(Payload{Workflow: ri.Run.Workflow, RunID: ri.Run.ID, Step: st.Step, Kind: "output"}, st.Output),
+			d.payloadURL(ri.Run.ID, st.Step, "output"))
 	}
 	switch st.Status {
 	case persistence.StepWaiting, persistence.StepQueued, persistence.StepRetrying, persistence.StepRunning, persistence.StepCompensating,

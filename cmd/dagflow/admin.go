@@ -217,7 +217,7 @@ func errCell(text, payloadErr string) string {
 }
 
 func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow, status, cursor string, limit int) error {
-	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor}
+	p := engine.RunFilter{Workflow: workflow, Limit: limit, Cursor: cursor, NoPayloads: true} // the table shows none
 	if status != "" {
 		s := persistence.RunStatus(status)
 		if !s.Valid() {

@@ -259,6 +259,10 @@ func (s *Store) runListWhere(p persistence.RunListParams) ([]string, []any, []pe
 // worst the page reads that schedule's runs.
 func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 	limit := clampLimit(p.Limit, 50, 1000)
+	cols := runCols
+	if p.NoPayloads {
+		cols = runColsNoPayloads
+	}
 	where, args, statuses, err := s.runListWhere(p)
 	if err != nil {
 		return Query{}, 0, err
@@ -275,7 +279,7 @@ func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 				args = append(args, string(st))
 			}
 		}
-		q := `SELECT ` + runCols + ` FROM workflow_runs` + s.d.useIndex("idx_runs_idempotency_created") +
+		q := `SELECT ` + cols + ` FROM workflow_runs` + s.d.useIndex("idx_runs_idempotency_created") +
 			` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC LIMIT ?`
 		return Query{Name: "RunList", SQL: q, Args: append(args, limit+1)}, limit, nil
 	}
@@ -295,7 +299,7 @@ func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 		return q + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(slices.Clip(a), limit+1)
 	}
 	if len(statuses) <= 1 {
-		q, a := seek(runCols, statuses)
+		q, a := seek(cols, statuses)
 		return Query{Name: "RunList", SQL: q, Args: a}, limit, nil
 	}
 	// Several statuses: the keys of each status's page, merged and cut
@@ -308,7 +312,7 @@ func (s *Store) runListQuery(p persistence.RunListParams) (Query, int, error) {
 	// first; MySQL reads the smaller side first anyway.
 	var b strings.Builder
 	var all []any
-	b.WriteString(`SELECT ` + runCols + ` FROM (`)
+	b.WriteString(`SELECT ` + cols + ` FROM (`)
 	for i, st := range statuses {
 		q, a := seek("created_at AS k_at, id AS k_id", []persistence.RunStatus{st})
 		if i > 0 {

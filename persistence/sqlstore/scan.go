@@ -83,6 +83,10 @@ func (t nullTime) Value() (driver.Value, error) {
 
 const runCols = "id, workflow, version, status, input, output, error, idempotency_key, metadata, schedule, scheduled_tick, start_at, created_at, started_at, finished_at, updated_at, definition, priority, paused_at, parent_run_id, parent_step"
 
+// runColsNoPayloads is runCols with the payloads left unread (NULL), for
+// RunList with NoPayloads.
+var runColsNoPayloads = strings.Replace(runCols, "input, output,", "NULL AS input, NULL AS output,", 1)
+
 type runRow struct {
 	ID             string         `db:"id"`
 	Workflow       string         `db:"workflow"`
