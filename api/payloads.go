@@ -9,6 +9,7 @@ import (
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
 )
 
@@ -54,7 +55,7 @@ func includeParam(q url.Values) (include, error) {
 			case "output":
 				inc.output = true
 			default:
-				return include{}, problemf(http.StatusBadRequest, CodeInvalidParameter, "include %q is not input or output", truncate(f))
+				return include{}, problemf(http.StatusBadRequest, CodeInvalidParameter, "include %q is not input or output", clip.String(f))
 			}
 		}
 	}
