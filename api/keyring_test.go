@@ -56,8 +56,14 @@ func TestListingsWithALostKey(t *testing.T) {
 
 		var runs client.RunList
 		front.raw(t, "GET", "/v1/runs", "").decode(t, http.StatusOK, &runs)
-		if len(runs.Runs) != 1 || !strings.Contains(runs.Runs[0].PayloadError, `unknown key id "k1"`) || string(runs.Runs[0].Input) != "null" {
-			t.Errorf("GET /v1/runs: %+v; want the run with its input null and why", runs.Runs)
+		if len(runs.Runs) != 1 || !strings.Contains(runs.Runs[0].PayloadError, `unknown key id "k1"`) || runs.Runs[0].Error != "" {
+			t.Errorf("GET /v1/runs: %+v; want the run with its error left out and why", runs.Runs)
+		}
+		// With its payloads asked for, the input is null and said why.
+		runs = client.RunList{}
+		front.raw(t, "GET", "/v1/runs?include=input", "").decode(t, http.StatusOK, &runs)
+		if len(runs.Runs) != 1 || !strings.Contains(runs.Runs[0].PayloadError, "decoding the input") || string(runs.Runs[0].Input) != "null" {
+			t.Errorf("GET /v1/runs?include=input: %+v; want the run with its input null and why", runs.Runs)
 		}
 		r := front.raw(t, "GET", "/v1/runs/"+id, "")
 		var d client.RunDetail
