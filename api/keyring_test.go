@@ -2,33 +2,19 @@ package api_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/dagflow/dagflow/api/client"
-	"github.com/dagflow/dagflow/codec/aesgcm"
 	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// keyring returns an AES-GCM codec with the named keys, the first
-// current; a key's bytes derive from its name.
-func keyring(t testing.TB, ids ...string) *aesgcm.Codec {
-	t.Helper()
-	keys := map[string][]byte{}
-	for _, id := range ids {
-		k := sha256.Sum256([]byte("test key " + id))
-		keys[id] = k[:]
-	}
-	c, err := aesgcm.New(ids[0], keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// keyring is enginetest.Keyring.
+var keyring = enginetest.Keyring
 
 // A server whose keyring lacks the key old rows were sealed with still
 // answers GET /v1/runs, /v1/runs/{id}, /v1/dead-letters and /v1/events

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -15,22 +14,8 @@ import (
 	"github.com/dagflow/dagflow/steps"
 )
 
-// keyring returns an AES-GCM codec with the named keys, the first
-// current; a key's bytes derive from its name, so two keyrings naming a
-// key share it.
-func keyring(t testing.TB, ids ...string) *aesgcm.Codec {
-	t.Helper()
-	keys := map[string][]byte{}
-	for _, id := range ids {
-		k := sha256.Sum256([]byte("test key " + id))
-		keys[id] = k[:]
-	}
-	c, err := aesgcm.New(ids[0], keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// keyring is enginetest.Keyring.
+var keyring = enginetest.Keyring
 
 // sealedWorkflow is "sealed": step "a" fails for good with an error
 // naming the order, unless the input's "ok" is true.

@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
@@ -12,28 +11,14 @@ import (
 	"time"
 
 	"github.com/dagflow/dagflow/api"
-	"github.com/dagflow/dagflow/codec/aesgcm"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// keyring returns an AES-GCM codec with the named keys, the first
-// current; a key's bytes derive from its name.
-func keyring(t testing.TB, ids ...string) *aesgcm.Codec {
-	t.Helper()
-	keys := map[string][]byte{}
-	for _, id := range ids {
-		k := sha256.Sum256([]byte("test key " + id))
-		keys[id] = k[:]
-	}
-	c, err := aesgcm.New(ids[0], keys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// keyring is enginetest.Keyring.
+var keyring = enginetest.Keyring
 
 // A dashboard whose keyring lacks the key a run was sealed with still
 // shows the runs list, the dead letters and the run's page, and says on
