@@ -1,14 +1,12 @@
 // Package readme holds the tests that keep the repository's README.md
-// true, so that what it shows cannot drift from what the code does:
+// true, so that what it shows cannot drift from what the code does.
 //
-//   - TestQuickStart runs the quick start as a reader would, top to
-//     bottom: `make run` on a free port, then every command of the
-//     README's curl session, each checked to succeed and to print what
-//     the README shows (run ids and version hashes aside); then it
-//     presses Ctrl-C (SIGINT to the whole process group) and checks that
-//     `make run` ends without an error.
-//   - TestGoSnippets type-checks every Go code block of the README
-//     against the module's packages.
+// TestQuickStart runs the quick start as a reader would, top to bottom:
+// `make run` on a free port, then every command of the README's curl
+// session, each checked to succeed and to print what the README shows
+// (run ids and version hashes aside); then it presses Ctrl-C (SIGINT to
+// the whole process group) and checks that `make run` ends without an
+// error. It needs make, bash, curl and jq (CI installs them).
 //
 // The package holds tests only.
 package readme

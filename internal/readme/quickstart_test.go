@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,12 +32,81 @@ func TestQuickStart(t *testing.T) {
 			testenv.Unavailable(t, tool, err)
 		}
 	}
+	for _, tool := range []string{"curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Unavailable(t, tool+" (the README's curl session uses it)", err)
+		}
+	}
+	qs := quickStart(t)
+	checkMakeRunCommand(t, qs.listen)
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	mr := startMakeRun(t, "LISTEN="+addr, "BIN="+filepath.Join(dir, "dagflow"), "RUN_ARGS=--db "+filepath.Join(dir, "dev.db"))
 	mr.waitFor(t, 3*time.Minute, "API on http://"+addr)
-
+	runSession(t, startShell(t), qs.session, qs.listen, addr, 30*time.Second)
 	mr.interrupt(t)
+}
+
+// quickStartDoc is what the README's quick start holds.
+type quickStartDoc struct {
+	listen  string    // the address make run listens on, as the README says
+	session []command // the commands of its console blocks, in order
+}
+
+// listenSaid is where the quick start says what make run runs.
+var listenSaid = regexp.MustCompile("`make run` \\(`dagflow dev --listen ([^`]+)`\\)")
+
+// quickStart reads the README's quick start: a sh block whose one command
+// is `make run`, then console blocks of commands to run against it.
+func quickStart(t *testing.T) quickStartDoc {
+	t.Helper()
+	text, first := section(t, readme(t), "## Quick start")
+	var qs quickStartDoc
+	m := listenSaid.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("README.md:%d: the quick start does not say what make run runs (%s)", first, listenSaid)
+	}
+	qs.listen = m[1]
+	started := false
+	for _, b := range fencedBlocks(t, text, first) {
+		switch b.lang {
+		case "sh":
+			if started {
+				t.Fatalf("README.md:%d: a second sh block in the quick start", b.line)
+			}
+			cmd, _, _ := strings.Cut(strings.TrimSpace(b.text), "#")
+			if strings.TrimSpace(cmd) != "make run" {
+				t.Fatalf("README.md:%d: the quick start's sh block is %q, want the one command make run (the test runs it, then the console blocks)", b.line, b.text)
+			}
+			started = true
+		case "console":
+			if !started {
+				t.Fatalf("README.md:%d: a console block before make run", b.line)
+			}
+			qs.session = append(qs.session, consoleCommands(t, b)...)
+		default:
+			t.Fatalf("README.md:%d: a ```%s block in the quick start: the test runs sh (make run) and console blocks only", b.line, b.lang)
+		}
+	}
+	if len(qs.session) == 0 {
+		t.Fatalf("README.md:%d: the quick start has no console block of commands", first)
+	}
+	return qs
+}
+
+// checkMakeRunCommand checks that make run runs what the README says.
+func checkMakeRunCommand(t *testing.T, listen string) {
+	t.Helper()
+	cmd := exec.Command("make", "--no-print-directory", "-n", "run", "BIN=dagflow")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make -n run: %v", err)
+	}
+	want := "dagflow dev --listen " + listen
+	if !strings.Contains(string(out), want+" ") && !strings.Contains(string(out), want+"\n") {
+		t.Errorf("make run runs\n%s\nnot %q as the README says", out, want)
+	}
 }
 
 // makeRun is a `make run` started in a process group of its own, as a
