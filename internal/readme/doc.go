@@ -8,5 +8,9 @@
 // the whole process group) and checks that `make run` ends without an
 // error. It needs make, bash, curl and jq (CI installs them).
 //
+// TestGoSnippets type-checks the README's Go blocks against the module's
+// packages, read as one program top to bottom, each block importing the
+// packages it is the first to use.
+//
 // The package holds tests only.
 package readme

@@ -54,7 +54,7 @@ type quickStartDoc struct {
 }
 
 // listenSaid is where the quick start says what make run runs.
-var listenSaid = regexp.MustCompile("`make run` \\(`dagflow dev --listen ([^`]+)`\\)")
+var listenSaid = regexp.MustCompile("`make run` \\(`dagflow dev --listen ([^`]+)`")
 
 // quickStart reads the README's quick start: a sh block whose one command
 // is `make run`, then console blocks of commands to run against it.
