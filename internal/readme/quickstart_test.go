@@ -24,6 +24,7 @@ const repoRoot = "../.."
 // TestQuickStart runs the README's quick start: `make run` with LISTEN on
 // a free port, the curl session against it, then Ctrl-C.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs dagflow dev")
 	}
@@ -42,7 +43,9 @@ func TestQuickStart(t *testing.T) {
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	mr := startMakeRun(t, "LISTEN="+addr, "BIN="+filepath.Join(dir, "dagflow"), "RUN_ARGS=--db "+filepath.Join(dir, "dev.db"))
-	mr.waitFor(t, 3*time.Minute, "API on http://"+addr)
+	// make run builds the binary first: from a cold cache, on two cores
+	// shared with the rest of make test, that takes minutes.
+	mr.waitFor(t, 10*time.Minute, "API on http://"+addr)
 	runSession(t, startShell(t), qs.session, qs.listen, addr, 30*time.Second)
 	mr.interrupt(t)
 }

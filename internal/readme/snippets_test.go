@@ -63,6 +63,7 @@ type snippet struct {
 // imports are allowed (go/types calls them soft errors): a snippet shows
 // a call, not what is done with its result.
 func TestGoSnippets(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("compiles the export data of the packages the snippets import")
 	}
