@@ -10,12 +10,24 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-# LISTEN is where `make run` serves the HTTP API.
-LISTEN ?= 127.0.0.1:8080
+# BIN is where `make build` puts the dagflow binary (git ignores bin/).
+BIN ?= bin/dagflow
+
+.PHONY: build
+build: ## build the dagflow binary into BIN (bin/dagflow)
+	$(GO) build -o $(BIN) ./cmd/dagflow
+
+# LISTEN is where `make run` serves the HTTP API; RUN_ARGS are more flags
+# of `dagflow dev` (dagflow dev -h), such as --db FILE or --every 5s.
+# The recipe runs the built binary rather than `go run`: on Ctrl-C the go
+# command exits 1 whatever the program did, and make reports that as an
+# error; dagflow dev exits 0 on the first SIGINT.
+LISTEN   ?= 127.0.0.1:8080
+RUN_ARGS ?=
 
 .PHONY: run
-run: ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
-	$(GO) run ./cmd/dagflow dev --listen $(LISTEN)
+run: build ## the demo on the embedded default (miniredis + SQLite): an order a second, the HTTP API and the dashboard on LISTEN (127.0.0.1:8080), until Ctrl-C
+	exec $(BIN) dev --listen $(LISTEN) $(RUN_ARGS)
 
 # The timing tests (a due retry or delayed run starts within 50 ms, a
 # TriggerTx run within its reconcile interval) run a
