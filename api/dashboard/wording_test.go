@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,6 +30,25 @@ func TestQueuesPageEmptyNextTask(t *testing.T) {
 		}
 		if strings.Contains(page.body, "<code></code>") {
 			t.Error("the queues page has an empty <code>")
+		}
+	})
+}
+
+// TestNodesPageShowsVersion: the nodes page has the Version column the
+// CLI's `dagflow nodes` has, with each node's binary version.
+func TestNodesPageShowsVersion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, real bool) {
+		e := newEnv(t, envOptions{real: real})
+		nodes, err := e.Engine.AllNodes(context.Background())
+		if err != nil || len(nodes) == 0 || nodes[0].Version == "" {
+			t.Fatalf("the engine's node: %+v, %v", nodes, err)
+		}
+		page := e.browser(t).get("/nodes")
+		if !strings.Contains(page.body, `<th scope="col">Version</th>`) {
+			t.Errorf("the nodes page has no Version column:\n%s", page.body)
+		}
+		if !strings.Contains(page.body, "<td><code>"+html.EscapeString(nodes[0].Version)+"</code></td>") {
+			t.Errorf("the nodes page does not show node %s's version %q:\n%s", nodes[0].ID, nodes[0].Version, page.body)
 		}
 	})
 }
