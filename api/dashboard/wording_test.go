@@ -52,3 +52,26 @@ func TestNodesPageShowsVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkflowPagesPlainWords: the workflows list and a workflow's page
+// say "Version" and "Runs on this node", not "Declared" and "Handlers
+// here".
+func TestWorkflowPagesPlainWords(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	b := e.browser(t)
+	list, one := b.get("/workflows").body, b.get("/workflows/shop").body
+	for name, body := range map[string]string{"/workflows": list, "/workflows/shop": one} {
+		for _, old := range []string{"Declared", "declared", "Handlers here", "handlers registered here"} {
+			if strings.Contains(body, old) {
+				t.Errorf("%s still says %q", name, old)
+			}
+		}
+	}
+	if !strings.Contains(list, `<th scope="col">Runs on this node</th>`) || !strings.Contains(list, `<th scope="col" class="num">Version</th>`) ||
+		!strings.Contains(list, `<th scope="col">Plan hash</th>`) {
+		t.Errorf("the workflows list lacks the Version, Plan hash and Runs on this node columns:\n%s", list)
+	}
+	if !regexp.MustCompile(`version \d+ · plan <code>[0-9a-f]+</code> · runs on this node`).MatchString(one) {
+		t.Errorf("the workflow page's graph heading does not say its version, plan and that it runs here:\n%s", one)
+	}
+}
