@@ -6,6 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
+	"github.com/dagflow/dagflow/engine/enginetest"
 )
 
 // queueRowRE matches a queues page row: its name and its "Next task"
@@ -73,5 +78,34 @@ func TestWorkflowPagesPlainWords(t *testing.T) {
 	}
 	if !regexp.MustCompile(`version \d+ · plan <code>[0-9a-f]+</code> · runs on this node`).MatchString(one) {
 		t.Errorf("the workflow page's graph heading does not say its version, plan and that it runs here:\n%s", one)
+	}
+}
+
+// TestWhyWaitingNoNodeOnce: a step no live node can run says why once,
+// not in two paragraphs.
+func TestWhyWaitingNoNodeOnce(t *testing.T) {
+	e := enginetest.New(t, enginetest.Options{Workflows: []*dag.Workflow{shopWorkflow(t)}, Clock: engine.SystemClock,
+		Configure: func(c *engine.Config) { c.NoWorkers = true; c.NodeHeartbeat = 200 * time.Millisecond }})
+	env := &env{Env: e}
+	env.direct(t)
+	id := e.Trigger(t, "shop", map[string]string{})
+	b := env.browser(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := b.get("/runs/" + id + "?step=a")
+		if why := regexp.MustCompile(`(?s)<div class="why" id="why">.*?</div>`).FindString(a.body); strings.Contains(why, "shop/a") {
+			low := strings.ToLower(why)
+			if n := strings.Count(low, "no live node"); n != 1 {
+				t.Errorf("the why box says \"no live node\" %d times, want once:\n%s", n, why)
+			}
+			if n := strings.Count(low, "registered"); n != 1 {
+				t.Errorf("the why box says \"registered\" %d times, want once:\n%s", n, why)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run page does not say that no node can run step a:\n%s", a.body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
