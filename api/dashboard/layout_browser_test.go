@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
 	"github.com/dagflow/dagflow/internal/browsertest"
 	"github.com/dagflow/dagflow/persistence"
@@ -154,5 +156,88 @@ func TestGraphLabelsFitTheirBoxes(t *testing.T) {
 				browsertest.Screenshot(t, ctx, p.name+"-"+fmt.Sprint(width), width)
 			})
 		}
+	}
+}
+
+// reach measures, in the page, the buttons outside the viewport, how
+// wide the page is, and the DAG's scroll container and hint.
+const reach = `(() => {
+  const vw = document.documentElement.clientWidth;
+  const off = [...document.querySelectorAll('button, a.button')].filter(b => b.offsetParent !== null).map(b => [b, b.getBoundingClientRect()])
+    .filter(([b, r]) => r.left < 0 || r.right > vw).map(([b, r]) => (b.id || b.textContent.trim()) + ' at x ' + r.left.toFixed(0) + '..' + r.right.toFixed(0));
+  const wrap = document.querySelector('.svgwrap');
+  const hint = document.querySelector('.scroll-hint');
+  const hr = hint ? hint.getBoundingClientRect() : null;
+  return {vw: vw, page: document.documentElement.scrollWidth, off: off,
+    overflows: !!wrap && wrap.scrollWidth > wrap.clientWidth + 1,
+    hint: !!hr && hr.width > 0 && hr.height > 0 && getComputedStyle(hint).visibility !== 'hidden' && hr.left >= 0 && hr.right <= vw};
+})()`
+
+type reachInfo struct {
+	VW        float64  `json:"vw"`
+	Page      float64  `json:"page"`
+	Off       []string `json:"off"`
+	Overflows bool     `json:"overflows"`
+	Hint      bool     `json:"hint"`
+}
+
+// TestNarrowPagesKeepActionsAndGraphReachable: at 390 px no button of a
+// run page (run and step actions), a workflow page or the schedules
+// page lies outside the viewport and the page does not scroll sideways;
+// the DAG scrolls in its own box, which says so when it overflows (and
+// only then: at 1280 px the order workflow fits, and no hint shows), and
+// scrolled to its end it shows ship.
+func TestNarrowPagesKeepActionsAndGraphReachable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	svc := orderflow.NewServices()
+	order, err := svc.Workflow("order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{wfs: []*dag.Workflow{order}})
+	ctx := browsertest.New(t)
+	failed := e.Trigger(t, "order", orderflow.Order{OrderID: "o-2", Total: 150, FailStep: "ship"})
+	e.waitRun(t, failed)
+	paused := e.Trigger(t, "order", orderflow.Order{OrderID: "o-3", Total: 150}, engine.IdempotencyKey("an-idempotency-key-long-enough-to-need-a-wrap-on-a-phone-0001"))
+	if err := e.Engine.PauseRun(context.Background(), paused); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := e.Store.ScheduleUpsert(context.Background(), persistence.Schedule{
+		Name: "nightly", Spec: "0 3 * * *", Workflow: "order", Input: []byte(`{}`),
+		Overlap: persistence.OverlapAllow, CatchUp: persistence.CatchUpNone, CreatedAt: now, UpdatedAt: now,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/runs/" + failed + "?step=ship", "/runs/" + paused, "/workflows/order", "/schedules"} {
+		t.Run(p, func(t *testing.T) {
+			browsertest.Do(t, ctx, "open "+p, chromedp.EmulateViewport(390, 900), chromedp.Navigate(e.srv.URL+p))
+			browsertest.WaitJS(t, ctx, p, `document.readyState === 'complete'`)
+			got := browsertest.Eval[reachInfo](t, ctx, reach)
+			for _, o := range got.Off {
+				t.Errorf("at 390 px a button is off-screen: %s (viewport %.0f)", o, got.VW)
+			}
+			if got.Page > got.VW {
+				t.Errorf("at 390 px the page is %.0f px wide", got.Page)
+			}
+			browsertest.Screenshot(t, ctx, "narrow"+strings.ReplaceAll(strings.SplitN(p, "?", 2)[0], "/", "-"), 390)
+			if p != "/schedules" {
+				if !got.Overflows || !got.Hint {
+					t.Errorf("at 390 px the DAG overflows its box: %v; the hint shows: %v; want both", got.Overflows, got.Hint)
+				}
+				end := browsertest.Eval[bool](t, ctx, `(() => { const w = document.querySelector('.svgwrap'); w.scrollLeft = w.scrollWidth;
+					const r = document.querySelector('g.node[data-step="ship"] rect').getBoundingClientRect(); return r.left >= 0 && r.right <= document.documentElement.clientWidth; })()`)
+				if !end {
+					t.Error("scrolled to its end, the DAG does not show ship")
+				}
+			}
+		})
+	}
+	browsertest.Do(t, ctx, "open the workflow wide", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(e.srv.URL+"/workflows/order"))
+	browsertest.WaitJS(t, ctx, "the workflow", `document.readyState === 'complete'`)
+	if got := browsertest.Eval[reachInfo](t, ctx, reach); got.Overflows || got.Hint {
+		t.Errorf("at 1280 px the order workflow's DAG overflows: %v; the hint shows: %v; want neither", got.Overflows, got.Hint)
 	}
 }
