@@ -241,3 +241,42 @@ func TestNarrowPagesKeepActionsAndGraphReachable(t *testing.T) {
 		t.Errorf("at 1280 px the order workflow's DAG overflows: %v; the hint shows: %v; want neither", got.Overflows, got.Hint)
 	}
 }
+
+// TestScheduleActionRowsSpaced: on the schedules page, at 1280 and 390
+// px, the Edit/Delete row sits at least 8 px below the Pause/Trigger
+// row, and Edit (a link) is as tall as the buttons beside it.
+func TestScheduleActionRowsSpaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	e := newEnv(t, envOptions{})
+	ctx := browsertest.New(t)
+	now := time.Now()
+	if _, err := e.Store.ScheduleUpsert(context.Background(), persistence.Schedule{
+		Name: "nightly", Spec: "0 3 * * *", Workflow: "shop", Input: []byte(`{}`),
+		Overlap: persistence.OverlapAllow, CatchUp: persistence.CatchUpNone, CreatedAt: now, UpdatedAt: now,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int64{1280, 390} {
+		browsertest.Do(t, ctx, "open the schedules", chromedp.EmulateViewport(width, 900), chromedp.Navigate(e.srv.URL+"/schedules"))
+		browsertest.WaitJS(t, ctx, "the schedule", `!!document.querySelector('#s-nightly .actions')`)
+		got := browsertest.Eval[map[string]float64](t, ctx, `(() => {
+			const rows = [...document.querySelectorAll('#s-nightly .actions')];
+			const box = el => el.getBoundingClientRect();
+			const edit = [...rows[1].querySelectorAll('a, button')];
+			return {rows: rows.length, gap: box(rows[1]).top - box(rows[0]).bottom,
+				edit: box(edit[0]).height, del: box(edit[1]).height};
+		})()`)
+		if got["rows"] != 2 {
+			t.Fatalf("%.0f action rows, want 2", got["rows"])
+		}
+		if got["gap"] < 8 {
+			t.Errorf("at %d px the Edit/Delete row is %.1f px below Pause/Trigger, want at least 8", width, got["gap"])
+		}
+		if d := got["edit"] - got["del"]; d > 1 || d < -1 {
+			t.Errorf("at %d px Edit is %.1f px tall, Delete %.1f", width, got["edit"], got["del"])
+		}
+		browsertest.Screenshot(t, ctx, fmt.Sprintf("schedules-%d", width), width)
+	}
+}
