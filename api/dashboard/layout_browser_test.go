@@ -153,6 +153,7 @@ func TestGraphLabelsFitTheirBoxes(t *testing.T) {
 				if p.comp != "" && !compensatedX2.MatchString(got.Subs[p.comp]) {
 					t.Errorf("the box of %s says %q, want compensated · ×2 · a duration", p.comp, got.Subs[p.comp])
 				}
+				browsertest.ScreenshotElement(t, ctx, p.name+"-dag-"+fmt.Sprint(width), "svg.dag")
 				browsertest.Screenshot(t, ctx, p.name+"-"+fmt.Sprint(width), width)
 			})
 		}
