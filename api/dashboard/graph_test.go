@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -72,5 +73,53 @@ func TestBuildGraph(t *testing.T) {
 	}
 	if _, err := buildGraph([]planStep{{Name: "a", Deps: []string{"b"}}, {Name: "b", Deps: []string{"a"}}}, nil, nil, "", false); err == nil {
 		t.Error("a cycle was drawn")
+	}
+}
+
+// TestGraphBoxesFitTheirLabels: a 64-character step name wraps into
+// lines of at most 28 characters that join back into the name, a when
+// condition gets its own line, and each box is at least as wide as its
+// longest line in a 0.6 em monospace font, and tall enough for its lines.
+func TestGraphBoxesFitTheirLabels(t *testing.T) {
+	long := "reconcile_the_ledger_with_the_settlement_report_of_each_provider"
+	plan := []planStep{{Name: "a"}, {Name: long, Deps: []string{"a"}, When: "input.total >= 100", Comp: true}}
+	g, err := buildGraph(plan, map[string]nodeState{"a": {Status: "compensation_failed", Attempts: 12, Duration: 83 * time.Second}}, nil, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range g.Nodes {
+		var name string
+		var bottom float64
+		for _, l := range n.Lines {
+			if l.Class == "name" {
+				name += l.Text
+				if len(l.Text) > 28 {
+					t.Errorf("%s: name line %q is longer than 28", n.Step, l.Text)
+				}
+			}
+			size := 11.0
+			if l.Class == "name" {
+				size = 13
+			}
+			if w := float64(len([]rune(l.Text)))*size*0.6 + 2*10; w > n.W {
+				t.Errorf("%s: line %q needs %.1f px, its box is %.1f", n.Step, l.Text, w, n.W)
+			}
+			if l.DY <= bottom {
+				t.Errorf("%s: line %q at %.1f is not below the one before (%.1f)", n.Step, l.Text, l.DY, bottom)
+			}
+			bottom = l.DY
+		}
+		if name != n.Step {
+			t.Errorf("the box of %q is named %q", n.Step, name)
+		}
+		if bottom+4 > n.H {
+			t.Errorf("%s: its last line's baseline %.1f does not fit its %.1f px box", n.Step, bottom, n.H)
+		}
+	}
+	if l := g.Nodes[0].Lines; len(l) != 2 || l[1].Text != "compensation_failed · ×12 · 1m23s" {
+		t.Errorf("a's lines: %+v", l)
+	}
+	if l := g.Nodes[1].Lines; len(l) != 5 || l[3].Text != "compensable" || l[4] != (graphLine{Class: "when", Text: "when: input.total >= 100", DY: l[4].DY}) {
+		t.Errorf("the long step's lines: %+v, want three of name, compensable and its when", l)
 	}
 }

@@ -1,12 +1,23 @@
 // dagflow dashboard: live refresh of a page's #live part over
 // Server-Sent Events (one stream per page), polling when the stream
-// fails, and the bulk forms' select-all boxes. No framework, no inline
-// script (the Content-Security-Policy allows none).
+// fails, the bulk forms' select-all boxes, and the hint that a DAG
+// scrolls sideways. No framework, no inline script (the
+// Content-Security-Policy allows none).
 (function () {
   'use strict';
   var body = document.body;
   var live = document.getElementById('live');
   var dot = document.getElementById('live-state');
+
+  // A DAG wider than its box scrolls sideways: say so above it.
+  function hints() {
+    document.querySelectorAll('.dagwrap').forEach(function (w) {
+      var h = w.previousElementSibling;
+      if (h && h.classList.contains('scroll-hint')) { h.classList.toggle('on', w.scrollWidth > w.clientWidth + 1); }
+    });
+  }
+  hints();
+  window.addEventListener('resize', hints);
   if (!live || !body.dataset.live) { return; }
   var base = body.dataset.base || '';
   var run = body.dataset.run || '';
@@ -53,6 +64,7 @@
     live.innerHTML = html;
     live.querySelectorAll('input[type=checkbox][name]').forEach(function (c) { if (checked[c.name + '\u0000' + c.value]) { c.checked = true; } });
     live.querySelectorAll('details > summary').forEach(function (s) { if (open[s.textContent]) { s.parentNode.open = true; } });
+    hints();
     refreshes++;
     live.setAttribute('data-refreshes', String(refreshes));
   }
