@@ -418,7 +418,8 @@ func (m *metrics) scheduleFired(schedule string, tick, now time.Time) {
 	m.scheduleLag.WithLabelValues(schedule).Set(max(0, now.Sub(tick).Seconds()))
 }
 
-// scheduleMissedTicks counts ticks a pass dropped.
+// scheduleMissedTicks counts ticks a pass dropped; n = 0 only makes the
+// series exist at 0 before its first miss.
 func (m *metrics) scheduleMissedTicks(schedule string, n int) {
 	if m == nil {
 		return
