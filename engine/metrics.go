@@ -121,7 +121,7 @@ func newMetrics(e *Engine, reg prometheus.Registerer) (*metrics, error) {
 		e: e,
 		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dagflow_runs_started_total",
-			Help: "Runs created by this node's Trigger and TriggerTx calls (a repeated idempotency key creates none).",
+			Help: "Runs this process created: its Trigger and TriggerTx calls, HTTP API, events, schedule ticks and child runs (a repeated idempotency key creates none; runs created by other processes, such as the dagflow trigger command, are not counted).",
 		}, []string{"workflow"}),
 		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dagflow_runs_finished_total",
