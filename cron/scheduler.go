@@ -92,6 +92,8 @@ type Config struct {
 	// OnMissed, when set, is told of the ticks of a schedule that a pass
 	// dropped by its catch-up policy (n at least 1), once per drop: the
 	// node whose pass dropped them tells it, no other. Metrics count them.
+	// It is also told n = 0 for each schedule a pass handles before any
+	// drop, so that a counter exists at 0 before its first increment.
 	OnMissed func(schedule string, n int)
 }
 
@@ -306,6 +308,9 @@ func (s *Scheduler) evaluate(ctx context.Context, e *entry, now time.Time, res *
 func (s *Scheduler) handle(ctx context.Context, sc persistence.Schedule, spec *Spec, res *PassResult) (cur *time.Time, lost bool, err error) {
 	now := s.cfg.Clock.Now()
 	cursor := sc.LastTick
+	if s.cfg.OnMissed != nil {
+		s.cfg.OnMissed(sc.Name, 0)
+	}
 	if sc.Paused || sc.Disabled {
 		// Keep the cursor at the present, so that resuming does not fire
 		// the ticks of the pause.

@@ -121,7 +121,7 @@ func newMetrics(e *Engine, reg prometheus.Registerer) (*metrics, error) {
 		e: e,
 		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dagflow_runs_started_total",
-			Help: "Runs created by this node's Trigger and TriggerTx calls (a repeated idempotency key creates none).",
+			Help: "Runs this process created: its Trigger and TriggerTx calls, HTTP API, events, schedule ticks and child runs (a repeated idempotency key creates none; runs created by other processes, such as the dagflow trigger command, are not counted).",
 		}, []string{"workflow"}),
 		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dagflow_runs_finished_total",
@@ -418,7 +418,8 @@ func (m *metrics) scheduleFired(schedule string, tick, now time.Time) {
 	m.scheduleLag.WithLabelValues(schedule).Set(max(0, now.Sub(tick).Seconds()))
 }
 
-// scheduleMissedTicks counts ticks a pass dropped.
+// scheduleMissedTicks counts ticks a pass dropped; n = 0 only makes the
+// series exist at 0 before its first miss.
 func (m *metrics) scheduleMissedTicks(schedule string, n int) {
 	if m == nil {
 		return

@@ -319,58 +319,73 @@ func TestMetricsNilRegistererAndDuplicate(t *testing.T) {
 // A schedule's fired tick sets its lag; ticks dropped by the catch-up
 // policy are counted as missed.
 func TestMetricsSchedules(t *testing.T) {
-	r := &recorder{}
-	reg := prometheus.NewRegistry()
-	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := enginetest.NewFakeClock(start)
-	wf := orderWorkflow(t, r, "order", 0, nil, false, nil)
-	env := enginetest.New(t, enginetest.Options{Clock: clock, Configure: func(c *engine.Config) {
-		c.Registerer = reg
-		c.ScheduleInterval = -1 // passes by hand
-	}})
-	// Declared on a second, unstarted-before-declaring engine of the
-	// same cluster: the test's engine is started already.
-	e2, err := engine.New(engine.Config{Store: env.Store, Redis: env.Redis, Prefix: env.Prefix, Clock: clock,
-		ScheduleInterval: -1, ReconcileInterval: -1, MaxClockSkew: -1, Registerer: prometheus.NewRegistry(), NoWorkers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e2.Register(wf); err != nil {
-		t.Fatal(err)
-	}
-	if err := e2.Schedule("nightly", "*/1 * * * *", "order", nil, engine.CatchUp(cron.CatchUpNone, 0)); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := e2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e2.Stop(context.Background()) })
-	if err := env.Engine.Register(orderWorkflow(t, r, "order", 0, nil, false, nil)); err != nil {
-		t.Fatal(err)
-	}
-	// Three seconds after the first tick: fired, 3s late.
-	clock.Set(start.Add(time.Minute + 3*time.Second))
-	if res, err := env.Engine.FireSchedules(ctx); err != nil || res.Fired != 1 {
-		t.Fatalf("first pass: %+v, %v; want 1 fired", res, err)
-	}
-	got := scrape(t, reg)
-	if v := got["dagflow_schedule_lag_seconds{schedule=nightly}"]; v != 3 {
-		t.Errorf("schedule lag %v, want 3", v)
-	}
-	// An hour later with catch-up none: the ticks between are missed.
-	clock.Set(start.Add(61*time.Minute + 30*time.Second))
-	res, err := env.Engine.FireSchedules(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Missed == 0 {
-		t.Fatalf("second pass missed nothing: %+v", res)
-	}
-	got = scrape(t, reg)
-	if v := got["dagflow_schedule_missed_total{schedule=nightly}"]; v != float64(res.Missed) {
-		t.Errorf("schedule missed %v, want %d (the pass's)", v, res.Missed)
-	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		r := &recorder{}
+		reg := prometheus.NewRegistry()
+		start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := enginetest.NewFakeClock(start)
+		wf := orderWorkflow(t, r, "order", 0, nil, false, nil)
+		o := b.opts(t)
+		o.Clock = clock
+		o.Configure = func(c *engine.Config) {
+			c.Registerer = reg
+			c.ScheduleInterval = -1 // passes by hand
+		}
+		env := enginetest.New(t, o)
+		// Declared on a second, unstarted-before-declaring engine of the
+		// same cluster: the test's engine is started already.
+		e2reg := prometheus.NewRegistry()
+		e2, err := engine.New(engine.Config{Store: env.Store, Redis: env.Redis, Prefix: env.Prefix, Clock: clock,
+			ScheduleInterval: -1, ReconcileInterval: -1, MaxClockSkew: -1, Registerer: e2reg, NoWorkers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e2.Register(wf); err != nil {
+			t.Fatal(err)
+		}
+		if err := e2.Schedule("nightly", "*/1 * * * *", "order", nil, engine.CatchUp(cron.CatchUpNone, 0)); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := e2.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e2.Stop(context.Background()) })
+		// The declaring node's counter exists at 0 from its start.
+		if v, ok := scrape(t, e2reg)["dagflow_schedule_missed_total{schedule=nightly}"]; !ok || v != 0 {
+			t.Errorf("declaring node's schedule missed at start: %v (present %v), want 0 present", v, ok)
+		}
+		if err := env.Engine.Register(orderWorkflow(t, r, "order", 0, nil, false, nil)); err != nil {
+			t.Fatal(err)
+		}
+		// Three seconds after the first tick: fired, 3s late.
+		clock.Set(start.Add(time.Minute + 3*time.Second))
+		if res, err := env.Engine.FireSchedules(ctx); err != nil || res.Fired != 1 {
+			t.Fatalf("first pass: %+v, %v; want 1 fired", res, err)
+		}
+		got := scrape(t, reg)
+		if v := got["dagflow_schedule_lag_seconds{schedule=nightly}"]; v != 3 {
+			t.Errorf("schedule lag %v, want 3", v)
+		}
+		// The missed counter is there at 0 before its first miss, so that
+		// increase() over the first missed ticks is not 0.
+		if v, ok := got["dagflow_schedule_missed_total{schedule=nightly}"]; !ok || v != 0 {
+			t.Errorf("schedule missed before any miss: %v (present %v), want 0 present", v, ok)
+		}
+		// An hour later with catch-up none: the ticks between are missed.
+		clock.Set(start.Add(61*time.Minute + 30*time.Second))
+		res, err := env.Engine.FireSchedules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Missed == 0 {
+			t.Fatalf("second pass missed nothing: %+v", res)
+		}
+		got = scrape(t, reg)
+		if v := got["dagflow_schedule_missed_total{schedule=nightly}"]; v != float64(res.Missed) {
+			t.Errorf("schedule missed %v, want %d (the pass's)", v, res.Missed)
+		}
+	})
 }
 
 // A run cancelled before it started counts as finished cancelled, on

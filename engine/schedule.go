@@ -201,6 +201,9 @@ func (e *Engine) syncSchedules(ctx context.Context) error {
 	if err := e.scheduler().Sync(ctx, decls); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	for _, d := range decls { // their missed counters exist at 0 from the start
+		e.metrics.scheduleMissedTicks(d.Name, 0)
+	}
 	return nil
 }
 
