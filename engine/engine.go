@@ -87,6 +87,7 @@ type Engine struct {
 	clockOK   chan struct{}
 	redisWarn redisWarnings
 	unhandled unhandledLog
+	kinds     atomic.Pointer[[]string] // routingKinds' cache; nil after Register
 
 	// Schedules (schedule.go): declarations made before Start, and the
 	// cron scheduler, made on first use.
@@ -217,6 +218,7 @@ func (e *Engine) Register(workflows ...*dag.Workflow) error {
 	// handlers, and one being built meanwhile is not kept (plans.gen).
 	e.plans.reset()
 	e.subs.reset()
+	e.kinds.Store(nil)
 	return nil
 }
 

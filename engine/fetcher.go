@@ -74,6 +74,7 @@ func (e *Engine) fetchLoop() {
 			Queues: e.queueNames(),
 			Max:    max(want, 1),
 			Lease:  e.cfg.Lease,
+			Kinds:  e.routingKinds(),
 		})
 		if len(tasks) == 0 {
 			e.slots.release()

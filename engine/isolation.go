@@ -43,8 +43,48 @@ func (e *NamespaceError) Error() string {
 func (e *NamespaceError) Unwrap() error { return ErrNamespaceConflict }
 
 // unhandledRetry is how long a task this node cannot run waits in the
-// queue before a node (perhaps one that can run it) takes it again.
+// queue before a node (perhaps one that can run it) takes it again, when
+// it could not be routed to the nodes that can.
 const unhandledRetry = time.Second
+
+// Routing. Nodes that share a queue need not run the same workflows (two
+// applications on one database and prefix, or a deploy rolling out a new
+// step): a node that dequeued a step it cannot run routes the task to the
+// step's kind (queue.Route), and only nodes that list that kind in their
+// dequeue take it again, at once and ahead of the queue's other tasks.
+// The kind of a step is "<workflow>/<step>", of its compensation
+// "<workflow>/<step>/undo" (names hold no '/').
+
+// stepKind is the routing kind of a step's task, or of its compensation's.
+func stepKind(workflow, step string, compensation bool) string {
+	if compensation {
+		return workflow + "/" + step + "/undo"
+	}
+	return workflow + "/" + step
+}
+
+// routingKinds are the kinds of the tasks this node can run: every step
+// of its registered workflows, and the compensation of every step that
+// handlesCompensation accepts. Register clears the cache.
+func (e *Engine) routingKinds() []string {
+	if k := e.kinds.Load(); k != nil {
+		return *k
+	}
+	e.mu.RLock()
+	var kinds []string
+	for name, w := range e.workflows {
+		for _, s := range w.Steps() {
+			kinds = append(kinds, stepKind(name, s.Name, false))
+			if compensable(s) {
+				kinds = append(kinds, stepKind(name, s.Name, true))
+			}
+		}
+	}
+	e.mu.RUnlock()
+	sort.Strings(kinds)
+	e.kinds.Store(&kinds)
+	return kinds
+}
 
 // handles reports whether this node can run a step: the step's workflow
 // is registered here, with that step. The store's claim asks it before it
@@ -113,8 +153,9 @@ type unhandledLog struct {
 
 const unhandledWarnEvery = time.Minute
 
-// refusedUnhandled puts back a task whose step this node cannot run, for
-// another node, and says so now and then.
+// refusedUnhandled routes a task whose step this node cannot run to the
+// nodes that can, and says so now and then. If Redis refuses the route,
+// the task is put back for unhandledRetry instead.
 func (e *Engine) refusedUnhandled(ctx context.Context, t queue.Task, ce *persistence.ClaimRefusedError) bool {
 	now := e.clock.Now()
 	key := ce.Workflow + "/" + ce.Step
@@ -129,9 +170,18 @@ func (e *Engine) refusedUnhandled(ctx context.Context, t queue.Task, ce *persist
 	}
 	l.mu.Unlock()
 	if warn {
-		e.log.Warn("this node cannot run a step (its workflow or step is not registered here): left queued for a node that can",
+		e.log.Warn("this node cannot run a step (its workflow or step is not registered here): routed to the nodes that can",
 			"workflow", ce.Workflow, "step", ce.Step, "run_id", ce.RunID, "queue", t.Queue)
 	}
+	ref, _ := parseTaskID(t.ID)
+	err := e.q.Route(context.WithoutCancel(ctx), t.Queue, t.ID, stepKind(ce.Workflow, ce.Step, ref.Compensation))
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, queue.ErrNotLeased):
+		return false
+	}
+	e.redisError("routing a task to the nodes that can run it failed; putting it back", err, "task", t.ID)
 	return e.putBack(ctx, t, now.Add(unhandledRetry))
 }
 

@@ -25,6 +25,11 @@ type DequeueParams struct {
 	// Lease is how long the consumer owns the tasks before they are
 	// handed out again (unless it calls Extend). Required.
 	Lease time.Duration
+	// Kinds are the kinds of routed tasks (see Route) the consumer can
+	// run; it is given those ahead of the queues' other ready tasks, and
+	// never a task routed to another kind. Each follows the rule of task
+	// ids.
+	Kinds []string
 }
 
 // Task is a leased task.
@@ -62,6 +67,11 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 	if p.Lease <= 0 {
 		return nil, fmt.Errorf("%w: Lease %v is not positive", ErrInvalidArgument, p.Lease)
 	}
+	for _, kind := range p.Kinds {
+		if err := validKind(kind); err != nil {
+			return nil, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -88,7 +98,7 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 				return nil, err
 			}
 			others := q.notifier.look(w, channels[i])
-			tasks, left, due, err := q.dequeueFrom(ctx, name, p.Max, p.Lease, others)
+			tasks, left, due, err := q.dequeueFrom(ctx, name, p, others)
 			if err != nil {
 				return nil, err
 			}
@@ -130,29 +140,37 @@ func (q *Queue) Dequeue(ctx context.Context, p DequeueParams) ([]Task, error) {
 
 // dequeueFrom runs the dequeue script on one queue. The script runs
 // without ctx's cancellation: once it leased tasks, they are reported.
-func (q *Queue) dequeueFrom(ctx context.Context, queue string, max int, lease time.Duration, others bool) (tasks []Task, left int64, next int64, err error) {
+func (q *Queue) dequeueFrom(ctx context.Context, queue string, p DequeueParams, others bool) (tasks []Task, left int64, next int64, err error) {
 	k := q.keys(queue)
 	now := q.now()
-	deadline := now.Add(lease).UnixMilli()
+	deadline := now.Add(p.Lease).UnixMilli()
+	kinds := q.kindsArg(queue, p.Kinds)
 	arm := 0
 	if others {
 		arm = 1
 	}
 	conc, rate, per, burst := q.limitArgs(queue)
 	keys := []string{k.ready, k.delayed, k.leased, k.index, k.waiting, k.bucket, k.lim}
-	args := []any{k.channel, now.UnixMilli(), deadline, max, promoteLimit + max, arm, q.how(),
-		conc, rate, per, burst, q.perTaskHint(queue)}
+	args := []any{k.channel, now.UnixMilli(), deadline, p.Max, promoteLimit + p.Max, arm, q.how(),
+		conc, rate, per, burst, q.perTaskHint(queue), kinds}
 	res, err := q.run(context.WithoutCancel(ctx), scriptDequeue, keys, args...).Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("queue: dequeue from %q: %w", queue, err)
 	}
-	if len(res) < 2 {
+	if len(res) < 3 {
 		return nil, 0, 0, fmt.Errorf("queue: dequeue from %q: short reply %v", queue, res)
 	}
 	next, left = asInt(res[0]), asInt(res[1])
 	until := time.UnixMilli(deadline)
-	for i := 2; i+1 < len(res); i += 2 {
+	for i := 3; i+1 < len(res); i += 2 {
 		tasks = append(tasks, Task{ID: asString(res[i]), Queue: queue, Deliveries: int(asInt(res[i+1])), LeaseUntil: until})
+	}
+	routed := asInt(res[2]) == 1
+	q.routedFlag(queue).Store(routed)
+	if routed && kinds == "" && len(p.Kinds) > 0 && len(tasks) == 0 {
+		// Routed tasks appeared, and the script was not told the
+		// caller's kinds: look again at once, with them.
+		next = 0
 	}
 	return tasks, left, next, nil
 }

@@ -50,5 +50,5 @@ func Example() {
 	// Output:
 	// added: [true false]
 	// run 0192f3a4-5b6c-7d8e-9f00-112233445566/reserve/1 (delivery 1)
-	// {Ready:0 Delayed:0 Leased:0 Paused:false}
+	// {Ready:0 Delayed:0 Leased:0 Routed:0 Paused:false}
 }

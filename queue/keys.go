@@ -19,6 +19,9 @@ package queue
 //	<prefix>:{<queue>}:k:<key>   set: tasks holding a slot of key (lua/keyed.lua)
 //	<prefix>:{<queue>}:kw:<key>  zset: tasks parked until a slot of key frees, by when they parked
 //	<prefix>:{<queue>}:rb:<name> hash: a task limit's token bucket
+//	<prefix>:{<queue>}:routed    set: kinds with routed tasks (see Route, lua/routed.lua)
+//	<prefix>:{<queue>}:r:<kind>  list: the routed ready ids of kind
+//	<prefix>:{<queue>}:rk        hash: id -> kind, while routed
 //
 // The scripts derive ready:<p>, levels, pri and paused from the ready
 // list's name (see lua/priority.lua); paused is built here too, for Pause

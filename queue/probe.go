@@ -232,7 +232,7 @@ func (p *probe) scripts(ctx context.Context) error {
 	}{
 		// Finds nothing and sets the waiting flag.
 		{"the dequeue script", []string{"ZRANGEBYSCORE", "EXISTS", "LPOP", "LLEN", "SET", "ZRANGE"}, func() error {
-			_, _, _, err := q.dequeueFrom(ctx, name, 1, lease, true)
+			_, _, _, err := q.dequeueFrom(ctx, name, DequeueParams{Max: 1, Lease: lease}, true)
 			return err
 		}},
 		// The delayed task is due before any other: it wakes the waiter.
@@ -241,7 +241,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			return err
 		}},
 		{"the dequeue script", []string{"ZRANGEBYSCORE", "ZREM", "RPUSH", "HINCRBY", "EXISTS", "LPOP", "ZADD", "LLEN", "SET", "ZRANGE"}, func() error {
-			tasks, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false)
+			tasks, _, _, err := q.dequeueFrom(ctx, name, DequeueParams{Max: 1, Lease: lease}, false)
 			if err == nil && (len(tasks) != 1 || tasks[0].ID != ready) {
 				err = fmt.Errorf("leased %v, want %s", tasks, ready)
 			}
@@ -266,7 +266,7 @@ func (p *probe) scripts(ctx context.Context) error {
 			return q.Release(ctx, name, ready)
 		}},
 		{"the retry script", []string{"HGET", "ZREM", "RPUSH", "HSET", "ZRANGE", "ZADD", "DEL", "PUBLISH"}, func() error {
-			if _, _, _, err := q.dequeueFrom(ctx, name, 1, lease, false); err != nil {
+			if _, _, _, err := q.dequeueFrom(ctx, name, DequeueParams{Max: 1, Lease: lease}, false); err != nil {
 				return err
 			}
 			return q.Retry(ctx, name, ready, now)
@@ -275,7 +275,11 @@ func (p *probe) scripts(ctx context.Context) error {
 			_, err := q.Sweep(ctx, name, 10)
 			return err
 		}},
-		// One ready and one delayed task: both ways out of the index.
+		// Routed to a kind, then leased by a consumer of that kind.
+		{"the route script", []string{"HGET", "ZREM", "HSET", "RPUSH", "SADD", "EXISTS", "SMEMBERS", "LPOP", "HDEL", "LLEN", "SREM"}, func() error {
+			return p.route(ctx, name, ready, lease)
+		}},
+		// One leased and one delayed task: both ways out of the index.
 		{"the ack script", []string{"ZREM", "HGET", "LREM", "HDEL"}, func() error {
 			return q.Ack(ctx, name, ready, delayed)
 		}},
@@ -302,7 +306,9 @@ func (p *probe) scripts(ctx context.Context) error {
 func (p *probe) cleanup(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeWait)
 	defer cancel()
-	keys := []string{p.k.ready, p.k.delayed, p.k.leased, p.k.waiting}
+	base := strings.TrimSuffix(p.k.ready, "ready")
+	keys := []string{p.k.ready, p.k.delayed, p.k.leased, p.k.waiting,
+		base + "routed", base + "r:" + probeKind, base + "rk"}
 	for _, id := range p.ids {
 		keys = append(keys, p.k.index+strconv.Itoa(bucket(id)))
 	}
@@ -321,4 +327,24 @@ func (p *probe) cleanup(ctx context.Context) {
 func bucket(id string) int {
 	sum := sha1.Sum([]byte(id))
 	return (int(sum[0])<<8 | int(sum[1])) % 2048
+}
+
+// probeKind is the routing kind of the probe's route step.
+const probeKind = "probe"
+
+// route leases the ready task id, routes it to probeKind and leases it
+// again as a consumer of that kind.
+func (p *probe) route(ctx context.Context, name, id string, lease time.Duration) error {
+	q := p.q
+	if _, _, _, err := q.dequeueFrom(ctx, name, DequeueParams{Max: 1, Lease: lease}, false); err != nil {
+		return err
+	}
+	if err := q.Route(ctx, name, id, probeKind); err != nil {
+		return err
+	}
+	tasks, _, _, err := q.dequeueFrom(ctx, name, DequeueParams{Max: 1, Lease: lease, Kinds: []string{probeKind}}, false)
+	if err == nil && (len(tasks) != 1 || tasks[0].ID != id) {
+		err = fmt.Errorf("leased %v as a consumer of kind %q, want %s", tasks, probeKind, id)
+	}
+	return err
 }

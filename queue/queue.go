@@ -123,6 +123,9 @@ type Queue struct {
 	limits map[string]Limit
 	// perTask holds the queues made PerTask by SetPerTask (name -> true).
 	perTask sync.Map
+	// routed holds, by queue name, whether the queue was last seen with
+	// routed tasks (an *atomic.Bool, see route.go).
+	routed sync.Map
 
 	notifier *notifier
 	// cluster is the client when it is a Redis Cluster's: wake-ups then
@@ -391,8 +394,12 @@ func (s State) code() (int, bool) {
 
 // Stats counts the tasks of a queue by state.
 type Stats struct {
-	// Ready counts the ready tasks of every priority.
+	// Ready counts the ready tasks of every priority, routed ones
+	// included.
 	Ready, Delayed, Leased int64
+	// Routed counts the ready tasks routed to consumers of their kind
+	// (see Route): they wait for a consumer that names their kind.
+	Routed int64
 	// Paused is true while the queue is paused (see Pause).
 	Paused bool
 }
@@ -407,7 +414,7 @@ func (q *Queue) Stats(ctx context.Context, queue string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats of %q: %w", queue, err)
 	}
-	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2], Paused: res[3] == 1}, nil
+	return Stats{Ready: res[0], Delayed: res[1], Leased: res[2], Paused: res[3] == 1, Routed: res[4]}, nil
 }
 
 // Pause stops every consumer, in every process, from leasing tasks of

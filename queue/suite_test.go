@@ -30,6 +30,8 @@ func runSuite(t *testing.T, newClient func(t testing.TB) redis.UniversalClient) 
 	ctx := context.Background()
 	lease := time.Minute
 
+	t.Run("Routing", func(t *testing.T) { runRouteSuite(t, setup) })
+
 	t.Run("Ping", func(t *testing.T) {
 		c := newClient(t)
 		q := newTestQueue(t, c, Config{})

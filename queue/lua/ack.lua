@@ -1,4 +1,5 @@
--- ack.lua: remove tasks for good, whether leased, ready or delayed.
+-- ack.lua: remove tasks for good, whether leased, ready (routed ones
+-- too, routed.lua) or delayed.
 -- KEYS[1] ready list
 -- KEYS[2] delayed zset
 -- KEYS[3] leased zset
@@ -32,6 +33,9 @@ for i = 4, #ARGV do
       gone = redis.call('ZREM', KEYS[2], id) == 1
     elseif state == READY then
       gone = redis.call('LREM', plist(KEYS[1], priorityof(pri, id)), 0, id) > 0
+      if not gone then
+        gone = routedremove(KEYS[1], id)
+      end
     end
   end
   if tasklim then

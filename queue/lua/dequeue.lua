@@ -19,8 +19,11 @@
 -- KEYS[7] the queue's task limit hash (keyed.lua)
 -- ARGV[12] "1" if the caller knows that the queue's tasks carry limits;
 --         else the script looks whether the hash exists
--- Returns {next due ms or -1 (0 if it leased tasks), ready left, id1,
--- deliveries1, id2, ...}.
+-- ARGV[13] the kinds of routed tasks the caller can run, separated by
+--         newlines ("" for none; routed.lua)
+-- Returns {next due ms or -1 (0 if it leased tasks), ready left, 1 if the
+-- queue has routed tasks else 0, id1, deliveries1, id2, ...}.
+-- Routed tasks of the caller's kinds are leased first, then ready tasks.
 -- Ready tasks are leased highest priority first, and none from a paused
 -- queue (priority.lua).
 -- When it leases nothing (or leaves the queue empty while others wait) it
@@ -31,15 +34,28 @@ local stopped = queuepaused(KEYS[1])
 local lim
 max, lim = limitcap(KEYS[3], KEYS[6], now, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]))
 local ids, more = false, false
+local routed, rleft, anyrouted = {}, 0, false
 if not stopped and max > 0 then
+  routed, rleft, anyrouted = routedpop(KEYS[1], ARGV[13] or '', max)
   if keyed(KEYS[7], ARGV[12]) then
-    ids, more = keyedpop(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], max, now, tonumber(deadline))
+    ids, more = keyedpop(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], max, now, tonumber(deadline), routed)
   else
-    ids = popready(KEYS[1], max)
+    ids = routed
+    if #ids < max then
+      local got = popready(KEYS[1], max - #ids)
+      if got then
+        for _, id in ipairs(got) do
+          ids[#ids + 1] = id
+        end
+      end
+    end
+    if #ids == 0 then
+      ids = false
+    end
   end
 end
 limittake(lim, ids and #ids or 0)
-local res = { 0, 0 }
+local res = { 0, 0, 0 }
 if ids then
   local zargs = {}
   for _, id in ipairs(ids) do
@@ -52,7 +68,9 @@ if ids then
   end
   callchunks('ZADD', KEYS[3], zargs)
 end
-local left = readylen(KEYS[1])
+-- What is left for the caller: ready tasks and routed ones of its kinds
+-- (the routed tasks of other kinds must not wake it again and again).
+local left = readylen(KEYS[1]) + rleft
 if stopped then
   -- A paused queue offers nothing: the caller waits for Resume's wake-up.
   left = 0
@@ -74,4 +92,7 @@ elseif not ids then
   res[1] = limitnext(lim, nextdue(KEYS[2], KEYS[3]))
 end
 res[2] = left
+if anyrouted then
+  res[3] = 1
+end
 return res

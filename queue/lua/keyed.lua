@@ -168,12 +168,19 @@ end
 -- looking at KEYSCAN ready ids at most and parking the others. It returns
 -- the ids (false if none) and whether it stopped at KEYSCAN with every
 -- id it looked at parked and ready ids left behind them: the caller
--- should then look again at once, not sleep.
-local function keyedpop(ready, delayed, leased, iprefix, lim, max, now, deadline)
+-- should then look again at once, not sleep. first, if not empty, are
+-- ids already popped (routed ones, routed.lua) to look at before the
+-- ready list.
+local function keyedpop(ready, delayed, leased, iprefix, lim, max, now, deadline, first)
   local base = pbase(ready)
   local out, held, scanned = {}, {}, 0
   while #out < max and scanned < KEYSCAN do
-    local got = popready(ready, math.min(max - #out, KEYSCAN - scanned))
+    local got
+    if first and #first > 0 then
+      got, first = first, nil
+    else
+      got = popready(ready, math.min(max - #out, KEYSCAN - scanned))
+    end
     if not got then
       break
     end

@@ -7,7 +7,8 @@
 -- ARGV[2] offset
 -- ARGV[3] limit
 -- Returns {id1, deliveries1, score1 (ms, or "" for ready), priority1,
--- id2, ...}; ready tasks in the order they will be dequeued.
+-- id2, ...}; ready tasks in the order they will be dequeued, then the
+-- routed ones.
 local state, first = tonumber(ARGV[1]), tonumber(ARGV[2])
 local last = first + tonumber(ARGV[3]) - 1
 local pri = prioritized(KEYS[1])
@@ -15,6 +16,14 @@ local page, ps = {}, {}
 if state == READY then
   local ids
   ids, ps = listready(KEYS[1], first, last)
+  -- Then the routed tasks (routed.lua), kind by kind.
+  local want = last - first + 1
+  if #ids < want then
+    local skip = math.max(first - readylen(KEYS[1]), 0)
+    for _, id in ipairs((routedlist(KEYS[1], skip, want - #ids))) do
+      ids[#ids + 1] = id
+    end
+  end
   for _, id in ipairs(ids) do
     page[#page + 1] = id
     page[#page + 1] = ''
