@@ -53,6 +53,8 @@ if not stopped and max > 0 then
       ids = false
     end
   end
+else
+  anyrouted = redis.call('EXISTS', pbase(KEYS[1]) .. 'routed') == 1
 end
 limittake(lim, ids and #ids or 0)
 local res = { 0, 0, 0 }
