@@ -13,5 +13,8 @@
 // renamed metric fails a test here instead of silently emptying a panel or
 // an alert. They also hold the metric lists of the README and
 // docs/observability.md to it, and the engine's tests can hold the metrics
-// it registers to it with [Metrics].
+// it registers to it with [Metrics]. And they evaluate every panel's query
+// with `promtool test rules` against a scrape of two nodes made from
+// metrics.txt: each query answers, and each by-node panel draws one line
+// per node (skipped without promtool, unless CI=true, as make test-rules).
 package deploy

@@ -27,10 +27,11 @@ const (
 	Histogram Type = "histogram"
 )
 
-// ImplicitLabels may be on every metric besides its own labels: node, the
-// engine node that exports it, and job and instance, which Prometheus adds
-// to every scraped series.
-var ImplicitLabels = []string{"node", "job", "instance"}
+// ImplicitLabels may be on every metric besides its own labels: job and
+// instance, which Prometheus adds to every scraped series. instance tells
+// the nodes apart; the engine node's id is a label of dagflow_node_info
+// only, joined on instance.
+var ImplicitLabels = []string{"job", "instance"}
 
 // Metric is one line of metrics.txt.
 type Metric struct {
@@ -79,8 +80,8 @@ func Metrics() ([]Metric, error) {
 // malformed, a name or label that Prometheus would not accept, a type
 // other than counter, gauge or histogram, a counter whose name does not
 // end in _total (or another metric's that does), a repeated metric or
-// label, and a label listed that every metric has anyway (node, job,
-// instance, le).
+// label, and a label listed that every metric has anyway (job, instance,
+// le).
 func ParseMetrics(text string) ([]Metric, error) {
 	var out []Metric
 	seen := map[string]int{}

@@ -123,9 +123,9 @@ type Config struct {
 	// died, or froze past its lease): it keeps killing its workers. Counted
 	// in the store. Default 10.
 	DeliveryLimit int
-	// NodeID identifies this process in attempts and logs: at most 128
-	// bytes, no control characters, no space at either end. Default
-	// host-pid-random.
+	// NodeID identifies this process in attempts, logs and the metric
+	// dagflow_node_info: at most 128 bytes, no control characters, no
+	// space at either end. Default host-pid-random.
 	NodeID string
 	// Rand returns a uniform draw in [0,1) for backoff jitter. Default
 	// math/rand/v2.

@@ -183,7 +183,7 @@ func newMetrics(e *Engine, reg prometheus.Registerer) (*metrics, error) {
 			Name: "dagflow_redis_errors_total",
 			Help: "Redis calls of this node that failed (Redis unreachable, refused or timed out).",
 		}, func() float64 { return float64(s.redisErrors.Load()) }),
-		&gaugeCollector{m: m},
+		&gaugeCollector{m: m}, nodeInfo(e.cfg.NodeID),
 	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {

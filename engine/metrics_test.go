@@ -252,8 +252,13 @@ func TestMetricsMatchStore(t *testing.T) {
 // of low cardinality.
 var allowedLabels = map[string]bool{"workflow": true, "step": true, "queue": true, "status": true, "schedule": true, "reason": true, "state": true}
 
-// checkCardinality fails on a label outside allowedLabels and on any
-// label value that is a run id.
+// nodeInfoLabels are the labels of dagflow_node_info only: one series a
+// process, so its node id and version add one series per live process.
+var nodeInfoLabels = map[string]bool{"node": true, "version": true}
+
+// checkCardinality fails on a label outside allowedLabels (or, on
+// dagflow_node_info, nodeInfoLabels) and on any label value that is a
+// run id.
 func checkCardinality(t *testing.T, series map[string]float64, runIDs []string) {
 	t.Helper()
 	for k := range series {
@@ -266,7 +271,8 @@ func checkCardinality(t *testing.T, series map[string]float64, runIDs []string) 
 		}
 		for _, l := range strings.Split(labels, ",") {
 			name, value, _ := strings.Cut(l, "=")
-			if !allowedLabels[name] {
+			info := strings.HasPrefix(k, "dagflow_node_info{") && nodeInfoLabels[name]
+			if !allowedLabels[name] && !info {
 				t.Errorf("metric %s has label %q, not a low-cardinality one", k, name)
 			}
 			for _, id := range runIDs {
@@ -469,5 +475,27 @@ func TestMetricsMatchTheOperationsFiles(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Errorf("only %d dagflow metrics gathered after a run", seen)
+	}
+}
+
+// dagflow_node_info names the node behind a scraped instance: one series,
+// 1, with the engine's node id and its binary's version, so a query joins
+// the node id on instance instead of every metric carrying it.
+func TestMetricsNodeInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := &recorder{}
+	env := enginetest.New(t, enginetest.Options{
+		Workflows: []*dag.Workflow{orderWorkflow(t, r, "order", 0, nil, false, nil)},
+		Configure: func(c *engine.Config) { c.Registerer = reg },
+	})
+	var infos []string
+	for k, v := range scrape(t, reg) {
+		if strings.HasPrefix(k, "dagflow_node_info{") {
+			infos = append(infos, fmt.Sprintf("%s = %v", k, v))
+		}
+	}
+	prefix := "dagflow_node_info{node=" + env.Engine.NodeID() + ",version=dagflow "
+	if len(infos) != 1 || !strings.HasPrefix(infos[0], prefix) || !strings.HasSuffix(infos[0], "} = 1") {
+		t.Fatalf("dagflow_node_info series: %q, want one: %s...} = 1", infos, prefix)
 	}
 }
