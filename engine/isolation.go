@@ -80,9 +80,12 @@ func (e *Engine) routingKinds() []string {
 			}
 		}
 	}
-	e.mu.RUnlock()
 	sort.Strings(kinds)
+	// Stored under the read lock: Register changes the maps under the
+	// write lock and clears the cache after, so a list built from the old
+	// maps is never kept past a Register.
 	e.kinds.Store(&kinds)
+	e.mu.RUnlock()
 	return kinds
 }
 
