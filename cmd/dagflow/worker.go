@@ -172,6 +172,10 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSchema(ctx, store); err != nil {
+		store.Close()
+		return nil, err
+	}
 	readStore, err := w.b.openReadStore(ctx)
 	if err != nil {
 		store.Close()
