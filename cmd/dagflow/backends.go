@@ -340,10 +340,6 @@ func (b *backendFlags) inspector(ctx context.Context, dial bool) (e *engine.Engi
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkSchema(ctx, st); err != nil {
-		st.Close()
-		return nil, nil, err
-	}
 	var rdb redis.UniversalClient
 	if dial {
 		rdb, err = b.openRedis(ctx)
@@ -351,6 +347,11 @@ func (b *backendFlags) inspector(ctx context.Context, dial bool) (e *engine.Engi
 		rdb, err = b.redis.Client()
 	}
 	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	if err := checkSchema(ctx, st); err != nil {
+		rdb.Close()
 		st.Close()
 		return nil, nil, err
 	}
