@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/dagflow/dagflow/api/client"
@@ -43,7 +44,13 @@ func (s *server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if p.Created {
 		status = http.StatusCreated
 	}
-	return writeJSON(w, status, toEvent(ev))
+	out := toEvent(ev)
+	if len(out.Runs) == 0 {
+		if subs, err := s.e.Subscribers(r.Context(), req.Name); err == nil && len(subs) == 0 {
+			out.Warning = fmt.Sprintf("no workflow subscribes to event %q: it started no run", req.Name)
+		}
+	}
+	return writeJSON(w, status, out)
 }
 
 // listEvents lists events: GET /v1/events.

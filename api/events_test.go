@@ -87,8 +87,12 @@ func TestPublishEvents(t *testing.T) {
 			t.Fatalf("filtered-out event: %+v, %v, %v", small, created2, err)
 		}
 		tick()
-		if _, _, err := c.Publish(context.Background(), client.PublishRequest{Name: "user.signed-up"}); err != nil {
-			t.Fatal(err)
+		if small.Warning != "" {
+			t.Errorf("an event a workflow subscribes to, filtered out, warns %q", small.Warning)
+		}
+		lone, _, err := c.Publish(context.Background(), client.PublishRequest{Name: "user.signed-up"})
+		if want := `no workflow subscribes to event "user.signed-up": it started no run`; err != nil || lone.Warning != want {
+			t.Fatalf("event nobody subscribes to: warning %q, %v; want %q", lone.Warning, err, want)
 		}
 
 		all, err := c.ListEvents(context.Background(), client.EventFilter{Limit: 2})

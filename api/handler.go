@@ -430,6 +430,10 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// quietPaths are logged at Debug: Prometheus's scrapes and the
+// orchestrator's health and readiness probes.
+var quietPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
+
 // logRequests logs every request, sets the headers every answer carries,
 // and turns a panic into a 500 problem. It never logs headers (the
 // Authorization header holds the key) nor a path segment that is a key's
@@ -463,7 +467,13 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 			if rec.key != "" {
 				attrs = append(attrs, "key", rec.key)
 			}
-			s.log.InfoContext(r.Context(), "api: request", attrs...)
+			// Scrapes and probes come every few seconds: at Info they
+			// would drown the requests an operator looks for.
+			level := slog.LevelInfo
+			if quietPaths[r.URL.Path] {
+				level = slog.LevelDebug
+			}
+			s.log.Log(r.Context(), level, "api: request", attrs...)
 		}()
 		next.ServeHTTP(rec, r)
 	})

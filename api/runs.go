@@ -163,7 +163,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		for _, st := range strings.Split(v, ",") {
 			st = strings.TrimSpace(st)
 			if !persistence.RunStatus(st).Valid() {
-				return problemf(http.StatusBadRequest, CodeInvalidParameter, "status %q is not a run status (pending, running, succeeded, compensating, compensated, failed, cancelled)", clip.String(st))
+				return problemf(http.StatusBadRequest, CodeInvalidParameter, "status %q is not a run status (want one of: %s)", clip.String(st), persistence.RunStatusList())
 			}
 			f.Status = append(f.Status, persistence.RunStatus(st))
 		}

@@ -267,11 +267,15 @@ func (e *Engine) publishParams(ctx context.Context, name string, payload any, op
 			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
 		}
 	}
+	var in any // an event without a payload starts runs without input
+	if raw != nil {
+		in = json.RawMessage(raw)
+	}
 	for _, wf := range subs {
 		if !e.matches(ctx, wf.sub, raw) {
 			continue
 		}
-		rp, err := e.createParams(ctx, wf.name, raw, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name)), internalRun(eventKeyPrefix)})
+		rp, err := e.createParams(ctx, wf.name, in, []TriggerOption{IdempotencyKey(EventRunKey(o.id, wf.name)), internalRun(eventKeyPrefix)})
 		if err != nil {
 			return persistence.EventCreateParams{}, nil, fmt.Errorf("engine: event %q: %w", name, err)
 		}

@@ -30,7 +30,9 @@ func (e *ScheduleError) Error() string {
 	if strings.Contains(msg, strconv.Quote(e.Schedule)) { // the cause names it already
 		return msg
 	}
-	return fmt.Sprintf("engine: schedule %q: %s", e.Schedule, msg)
+	// The engine's own causes (ErrUnknownWorkflow) carry the prefix
+	// this message starts with: it is said once.
+	return fmt.Sprintf("engine: schedule %q: %s", e.Schedule, strings.TrimPrefix(msg, "engine: "))
 }
 
 // Unwrap makes errors.Is(err, ErrInvalidSchedule) and errors.Is/As on

@@ -1,5 +1,10 @@
 package persistence
 
+import (
+	"slices"
+	"strings"
+)
+
 // RunStatus is the state of a workflow run.
 //
 //	pending -> running -> succeeded
@@ -28,14 +33,25 @@ func (s RunStatus) Terminal() bool {
 	return false
 }
 
-// Valid reports whether s is one of the defined run statuses.
-func (s RunStatus) Valid() bool {
-	switch s {
-	case RunPending, RunRunning, RunSucceeded, RunCompensating, RunCompensated, RunFailed, RunCancelled:
-		return true
+// runStatuses are the run statuses, in the order of a run's life.
+var runStatuses = []RunStatus{RunPending, RunRunning, RunSucceeded, RunCompensating, RunCompensated, RunFailed, RunCancelled}
+
+// RunStatuses returns the defined run statuses, in the order of a run's
+// life: the values a status filter accepts. The slice is the caller's.
+func RunStatuses() []RunStatus { return append([]RunStatus(nil), runStatuses...) }
+
+// RunStatusList is the run statuses, comma-separated, for a message
+// that lists the valid values.
+func RunStatusList() string {
+	names := make([]string, len(runStatuses))
+	for i, s := range runStatuses {
+		names[i] = string(s)
 	}
-	return false
+	return strings.Join(names, ", ")
 }
+
+// Valid reports whether s is one of the defined run statuses.
+func (s RunStatus) Valid() bool { return slices.Contains(runStatuses, s) }
 
 // StepStatus is the state of one step of a run.
 //

@@ -184,6 +184,9 @@ type Event struct {
 	Runs         []EventRun `json:"runs"`
 	// PayloadError says why Payload is null (see Run).
 	PayloadError string `json:"payload_error,omitempty"`
+	// Warning, only in the answer to a publication, says why the event
+	// started no run when no workflow subscribes to its name.
+	Warning string `json:"warning,omitempty"`
 }
 
 // EventList is the answer of GET /v1/events.

@@ -19,7 +19,10 @@ import (
 // it runs.
 func withBackends(cmd *cobra.Command, b *backendFlags, sec *secrets) *cobra.Command {
 	b.register(cmd.Flags())
-	cmd.PreRunE = func(*cobra.Command, []string) error { return b.resolve(sec) }
+	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+		b.logOut = c.ErrOrStderr()
+		return b.resolve(sec)
+	}
 	return cmd
 }
 
@@ -37,11 +40,15 @@ func newMigrateCmd(sec *secrets) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if b.sqlite != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "migrated SQLite %s\n", b.sqlite)
-				return nil
+			v, err := st.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "migrated MySQL")
+			what := "MySQL"
+			if b.sqlite != "" {
+				what = "SQLite " + b.sqlite
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "migrated %s: schema at version %d\n", what, v.Database)
 			return nil
 		},
 	}, &b, sec)
@@ -221,7 +228,7 @@ func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow,
 	if status != "" {
 		s := persistence.RunStatus(status)
 		if !s.Valid() {
-			return usagef("--status %q is not a run status", status)
+			return usagef("--status %q is not a run status (want one of: %s)", status, persistence.RunStatusList())
 		}
 		p.Status = []persistence.RunStatus{s}
 	}

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
@@ -51,6 +55,9 @@ type backendFlags struct {
 	prefix, sqlite                 string
 	keyringFile                    string
 	migrate                        bool
+	// logOut receives the logs of the command's engine, in the nodes'
+	// format (nodeLogger); set when the command runs.
+	logOut io.Writer
 
 	// Resolved settings.
 	dsn      string
@@ -279,9 +286,40 @@ func (b *backendFlags) openStore(ctx context.Context) (persistence.Store, error)
 	}
 	st, err := mysql.Open(ctx, mysql.Config{DSN: b.dsn, AutoMigrate: b.migrate, TLS: b.mysqlTLS})
 	if err != nil {
-		return nil, fmt.Errorf("%w (DSN %s)", err, redactDSN(b.dsn))
+		return nil, fmt.Errorf("%w (DSN %s)%s", err, redactDSN(b.dsn), unknownDatabaseHint(err, b.dsn))
 	}
 	return st, nil
+}
+
+// erUnknownDatabase is MySQL's error number for a database the server
+// does not have.
+const erUnknownDatabase = 1049
+
+// unknownDatabaseHint says, after an error opening the store, how to
+// make the DSN's database when the server does not have it; "" for
+// other errors.
+func unknownDatabaseHint(err error, dsn string) string {
+	var me *mysqldriver.MySQLError
+	if !errors.As(err, &me) || me.Number != erUnknownDatabase {
+		return ""
+	}
+	name := "DATABASE"
+	if c, perr := mysqldriver.ParseDSN(dsn); perr == nil && c.DBName != "" {
+		name = c.DBName
+	}
+	return fmt.Sprintf(": create it with CREATE DATABASE `%s` (then dagflow migrate), "+
+		"or use an SQLite file instead with --sqlite FILE", strings.ReplaceAll(name, "`", "``"))
+}
+
+// checkSchema refuses a database behind this binary's migrations (an
+// empty one included) before anything reads its tables, saying to run
+// dagflow migrate. The engine checks again when it starts.
+func checkSchema(ctx context.Context, st persistence.Store) error {
+	v, err := st.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	return v.Check()
 }
 
 // openRedis connects to the Redis and checks the credentials: a wrong
@@ -312,7 +350,16 @@ func (b *backendFlags) inspector(ctx context.Context, dial bool) (e *engine.Engi
 		st.Close()
 		return nil, nil, err
 	}
-	e, err = engine.New(engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1, Codec: b.codec})
+	if err := checkSchema(ctx, st); err != nil {
+		rdb.Close()
+		st.Close()
+		return nil, nil, err
+	}
+	cfg := engine.Config{Store: st, Redis: rdb, Prefix: b.prefix, NoWorkers: true, ReconcileInterval: -1, Codec: b.codec}
+	if b.logOut != nil {
+		cfg.Logger = nodeLogger(b.logOut, slog.LevelInfo, nil)
+	}
+	e, err = engine.New(cfg)
 	if err != nil {
 		rdb.Close()
 		st.Close()

@@ -205,7 +205,7 @@ func newTriggerCmd(sec *secrets) *cobra.Command {
 		return resolve(c, args)
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.input, "input", "", "the run's input: JSON, @FILE to read it from a file, or @- from stdin (default: no input)")
+	fs.StringVar(&f.input, "input", "", "the run's input: JSON, @FILE to read it from a file, or @- from stdin (default: {}, an empty object)")
 	fs.StringVar(&f.key, "key", "", "idempotency key: a repeat with the same key and input gives the same run (keys starting with "+strings.Join(engine.ReservedKeyPrefixes(), ", ")+" are reserved for dagflow's own runs)")
 	fs.StringVar(&f.startAt, "start-at", "", "start the run's first steps at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
 	fs.StringArrayVar(&f.metadata, "metadata", nil, "metadata KEY=VALUE handed to the steps (repeatable)")
@@ -260,7 +260,9 @@ func (f *triggerFlags) parse(ctx context.Context, stdin io.Reader) ([]engine.Tri
 }
 
 func triggerRun(ctx context.Context, e *engine.Engine, workflow string, input json.RawMessage, opts []engine.TriggerOption, stdout io.Writer) error {
-	var in any
+	// Without --input the run gets an empty object, not null: steps
+	// that read fields of the input find none rather than fail.
+	in := json.RawMessage(`{}`)
 	if input != nil {
 		in = input
 	}

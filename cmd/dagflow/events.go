@@ -55,7 +55,7 @@ func newEventsCmd(sec *secrets) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return publishEvent(cmd.Context(), e, args[0], id, correlation, raw, cmd.OutOrStdout())
+		return publishEvent(cmd.Context(), e, args[0], id, correlation, raw, cmd.OutOrStdout(), cmd.ErrOrStderr())
 	})
 	pf := publish.Flags()
 	pf.StringVar(&id, "id", "", "the event's id: a repeat starts nothing (default: a fresh id)")
@@ -76,7 +76,7 @@ func timeFlag(flag, v string) (time.Time, error) {
 	return t, nil
 }
 
-func publishEvent(ctx context.Context, e *engine.Engine, name, id, correlation string, payload json.RawMessage, stdout io.Writer) error {
+func publishEvent(ctx context.Context, e *engine.Engine, name, id, correlation string, payload json.RawMessage, stdout, stderr io.Writer) error {
 	var opts []engine.PublishOption
 	if id != "" {
 		opts = append(opts, engine.EventID(id))
@@ -99,6 +99,12 @@ func publishEvent(ctx context.Context, e *engine.Engine, name, id, correlation s
 	fmt.Fprintf(stdout, "event %s %s, %d runs\n", cell(p.EventID), state, len(p.Runs))
 	for _, r := range p.Runs {
 		fmt.Fprintf(stdout, "%s\t%s\n", cell(r.Workflow), cell(r.RunID))
+	}
+	if len(p.Runs) == 0 {
+		// A misspelt name starts nothing and is no error: say so.
+		if subs, err := e.Subscribers(ctx, name); err == nil && len(subs) == 0 {
+			fmt.Fprintf(stderr, "warning: no workflow subscribes to event %q: it started no run\n", name)
+		}
 	}
 	return nil
 }

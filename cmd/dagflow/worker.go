@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/examples/orderflow"
+	"github.com/dagflow/dagflow/persistence"
 	"github.com/dagflow/dagflow/steps"
 	"github.com/dagflow/dagflow/workflows"
 )
@@ -168,29 +170,9 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	if err != nil {
 		return nil, err
 	}
-	store, err := w.b.openStore(ctx)
+	store, readStore, rdb, closeAll, err := w.b.openNodeBackends(ctx)
 	if err != nil {
 		return nil, err
-	}
-	readStore, err := w.b.openReadStore(ctx)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	rdb, err := w.b.openRedis(ctx)
-	if err != nil {
-		store.Close()
-		if readStore != nil {
-			readStore.Close()
-		}
-		return nil, err
-	}
-	closeAll := func() {
-		rdb.Close()
-		store.Close()
-		if readStore != nil {
-			readStore.Close()
-		}
 	}
 	cfg := engine.Config{
 		QueueLimits: limits,
@@ -214,6 +196,38 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 		queues = sortedKeys(queueSteps(wfs))
 	}
 	return &node{e: e, queues: queues, close: closeAll}, nil
+}
+
+// openNodeBackends opens a node's store, read replica (nil without
+// one) and Redis, and checks the store's schema: after the connections,
+// whose errors name their servers, and before anything reads a table.
+func (b *backendFlags) openNodeBackends(ctx context.Context) (store, readStore persistence.Store, rdb redis.UniversalClient, closeAll func(), err error) {
+	if store, err = b.openStore(ctx); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if readStore, err = b.openReadStore(ctx); err != nil {
+		store.Close()
+		return nil, nil, nil, nil, err
+	}
+	if rdb, err = b.openRedis(ctx); err != nil {
+		store.Close()
+		if readStore != nil {
+			readStore.Close()
+		}
+		return nil, nil, nil, nil, err
+	}
+	closeAll = func() {
+		rdb.Close()
+		store.Close()
+		if readStore != nil {
+			readStore.Close()
+		}
+	}
+	if err := checkSchema(ctx, store); err != nil {
+		closeAll()
+		return nil, nil, nil, nil, err
+	}
+	return store, readStore, rdb, closeAll, nil
 }
 
 // loadWorkflowsDir loads the YAML workflows of --workflows dir with the
