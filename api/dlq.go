@@ -33,7 +33,7 @@ func (s *server) listDeadLetters(w http.ResponseWriter, r *http.Request) error {
 // deadLetterRef returns the {run} and {step} of a dead-letter route, after
 // checking that the step exists (404 otherwise).
 func (s *server) deadLetterRef(r *http.Request) (string, string, error) {
-	id, err := runID(r, "run")
+	id, err := s.runID(r, "run")
 	if err != nil {
 		return "", "", err
 	}

@@ -52,14 +52,16 @@ func stepName(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// runID returns a run id path value: 1 to 100 letters, digits, '-', '_',
-// '.' or ':' (run ids are UUIDs).
-func runID(r *http.Request, param string) (string, error) {
+// runID returns the run a run id path value names: 1 to 100 letters,
+// digits, '-', '_', '.' or ':' (run ids are UUIDs), a whole id or a
+// unique prefix of one (engine.ResolveRunID: a shared prefix is a 409
+// ambiguous_id listing the matches).
+func (s *server) runID(r *http.Request, param string) (string, error) {
 	id := r.PathValue(param)
 	if err := checkRunID(id); err != nil {
 		return "", err
 	}
-	return id, nil
+	return s.e.ResolveRunID(r.Context(), id)
 }
 
 func checkRunID(id string) error {

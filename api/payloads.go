@@ -81,7 +81,7 @@ func toListedRuns(rs []persistence.Run, inc include) []client.Run {
 
 // getRunInput serves a run's input whole: GET /v1/runs/{id}/input.
 func (s *server) getRunInput(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *server) getRunInput(w http.ResponseWriter, r *http.Request) error {
 // getRunOutput serves a run's result whole (RunDetail's output): GET
 // /v1/runs/{id}/output.
 func (s *server) getRunOutput(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *server) getRunOutput(w http.ResponseWriter, r *http.Request) error {
 // getStepOutput serves a step's output whole: GET
 // /v1/runs/{id}/steps/{step}/output.
 func (s *server) getStepOutput(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}

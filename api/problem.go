@@ -41,6 +41,7 @@ const (
 	CodeConflict            = client.CodeConflict
 	CodeRunFinished         = client.CodeRunFinished
 	CodeRetryRefused        = client.CodeRetryRefused
+	CodeAmbiguousID         = client.CodeAmbiguousID
 	CodeEventConflict       = client.CodeEventConflict
 	CodeUnavailable         = client.CodeUnavailable
 	CodeInternal            = client.CodeInternal
@@ -52,7 +53,9 @@ type apiError struct {
 	code   string
 	detail string
 	runID  string
-	err    error // the cause, logged for 5xx answers
+	// matches are the runs an ambiguous run id prefix matches.
+	matches []string
+	err     error // the cause, logged for 5xx answers
 }
 
 func (e *apiError) Error() string { return e.detail }
@@ -76,7 +79,11 @@ func problemOf(err error) *apiError {
 	var rr *engine.RetryRefusedError
 	var te *persistence.TransitionError
 	var ve *persistence.ValidationError
+	var amb *engine.AmbiguousIDError
 	switch {
+	case errors.As(err, &amb):
+		return &apiError{status: http.StatusConflict, code: CodeAmbiguousID, matches: amb.Matches, err: err,
+			detail: fmt.Sprintf("run id prefix %q is the start of more than one run's id: %s; give more of the id", amb.Prefix, matchList(amb))}
 	case errors.As(err, &ic):
 		return &apiError{status: http.StatusConflict, code: CodeIdempotencyConflict, runID: ic.RunID, err: err,
 			detail: fmt.Sprintf("idempotency key %q of workflow %q was already used by run %s with a different input", ic.Key, ic.Workflow, ic.RunID)}
@@ -128,12 +135,13 @@ func problemOf(err error) *apiError {
 // writeProblem answers with the problem as application/problem+json.
 func writeProblem(w http.ResponseWriter, ae *apiError) {
 	p := client.Problem{
-		Type:   problemTypeBase + ae.code,
-		Title:  http.StatusText(ae.status),
-		Status: ae.status,
-		Detail: ae.detail,
-		Code:   ae.code,
-		RunID:  ae.runID,
+		Type:    problemTypeBase + ae.code,
+		Title:   http.StatusText(ae.status),
+		Status:  ae.status,
+		Detail:  ae.detail,
+		Code:    ae.code,
+		RunID:   ae.runID,
+		Matches: ae.matches,
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -145,4 +153,19 @@ func writeProblem(w http.ResponseWriter, ae *apiError) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(ae.status)
 	w.Write(b)
+}
+
+// matchList lists the runs an ambiguous prefix matches, for a detail.
+func matchList(amb *engine.AmbiguousIDError) string {
+	list := ""
+	for i, id := range amb.Matches {
+		if i > 0 {
+			list += ", "
+		}
+		list += id
+	}
+	if amb.More {
+		list += " and more"
+	}
+	return list
 }

@@ -192,7 +192,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) error {
 
 // getRun shows a run with its steps, attempts and outputs: GET /v1/runs/{id}.
 func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) error {
 
 // cancelRun cancels an unfinished run: POST /v1/runs/{id}/cancel.
 func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (s *server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 // with the body's payload as its output: POST
 // /v1/runs/{id}/steps/{step}/signal. It answers the run with its steps.
 func (s *server) signalStep(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (s *server) signalStep(w http.ResponseWriter, r *http.Request) error {
 // optional body {mode: failed|from_step, step}. Without a body it retries
 // the failed steps.
 func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (s *server) retryRun(w http.ResponseWriter, r *http.Request) error {
 // skipStep gives a dead step an operator's output and resumes its run:
 // POST /v1/runs/{id}/steps/{step}/skip with a body {output}.
 func (s *server) skipStep(w http.ResponseWriter, r *http.Request) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func (s *server) resumeRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) setRunPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
-	id, err := runID(r, "id")
+	id, err := s.runID(r, "id")
 	if err != nil {
 		return err
 	}

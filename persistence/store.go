@@ -28,6 +28,14 @@ type Store interface {
 	RunCreateMany(ctx context.Context, p RunCreateManyParams) ([]RunCreateOutcome, error)
 	// RunGet returns one run, or ErrRunNotFound.
 	RunGet(ctx context.Context, id string) (Run, error)
+	// RunResolve returns the ids of the runs whose id starts with prefix,
+	// in id order, at most limit of them (10 when limit is 0, at most
+	// 100): one range of the primary key, never a scan. The prefix is
+	// normalised by RunIDPrefix first (a UUID prefix typed without dashes
+	// or in capitals finds the same runs); one it refuses, such as a
+	// prefix under MinRunIDPrefix characters, gives its *ValidationError.
+	// No run gives an empty list and no error.
+	RunResolve(ctx context.Context, prefix string, limit int) ([]string, error)
 	// RunChildren returns the child runs a run's `child` steps started
 	// (Run.ParentRunID is runID), by step, oldest first; an unknown run
 	// has none.

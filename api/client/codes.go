@@ -46,6 +46,9 @@ const (
 	CodeConflict = "conflict"
 	// CodeRunFinished: the run has finished already.
 	CodeRunFinished = "run_finished"
+	// CodeAmbiguousID: the run id prefix is the start of more than one
+	// run's id; Problem.Matches lists them.
+	CodeAmbiguousID = "ambiguous_id"
 	// CodeRetryRefused: the run has nothing to retry.
 	CodeRetryRefused = "retry_refused"
 	// CodeEventConflict: the event id was published before with another

@@ -379,6 +379,9 @@ type Problem struct {
 	// RunID is the run the problem is about, when there is one (for an
 	// idempotency conflict, the existing run).
 	RunID string `json:"run_id,omitempty"`
+	// Matches are, for ambiguous_id, the ids of the runs the prefix
+	// matches (the first ten, in id order).
+	Matches []string `json:"matches,omitempty"`
 }
 
 func (p *Problem) Error() string {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/clip"
 	"github.com/dagflow/dagflow/persistence"
@@ -285,22 +283,28 @@ func (d *Dashboard) bulkRuns(w http.ResponseWriter, r *http.Request, s *session)
 
 // runsMatching lists the runs the runs page's filter shows that action
 // can take, at most maxBulk (capped reports more): the eligible statuses
-// are part of the store's filter, and a search that is a run id finds
-// that run, as the list does.
+// are part of the store's filter, and a search that names runs by id
+// (a whole id, or a prefix of one) finds those runs, as the list does. A
+// prefix shared by more runs than the list shows is refused: the action
+// would miss some.
 func (d *Dashboard) runsMatching(ctx context.Context, f runFilter, action string) (ids []string, capped bool, err error) {
-	if _, err := uuid.Parse(f.Q); err == nil && f.Q != "" {
-		run, err := d.e.Store().RunGet(ctx, f.Q)
-		switch {
-		case err == nil:
+	runs, more, err := d.runsByID(ctx, f.Q)
+	if err != nil {
+		return nil, false, err
+	}
+	if more {
+		return nil, false, &httpError{status: http.StatusConflict,
+			msg: "More than " + itoa(len(runs)) + " runs' ids start with " + strconv.Quote(truncate(f.Q)) + "; type more of the id"}
+	}
+	if len(runs) > 0 {
+		for _, run := range runs {
 			if eligible(action, run.Status) {
 				ids = append(ids, run.ID)
 			}
-			return ids, false, nil
-		case !errors.Is(err, persistence.ErrRunNotFound):
-			return nil, false, err
 		}
-		// Not a run id after all: an idempotency key, as the list does.
+		return ids, false, nil
 	}
+	// Not a run id: an idempotency key, as the list does.
 	ef, err := f.engineFilter(1000)
 	if err != nil {
 		return nil, false, err

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/internal/names"
@@ -52,8 +50,8 @@ func (f runFilter) query() string {
 
 const formTime = "2006-01-02T15:04"
 
-// engineFilter turns the page's filter into the engine's; a search that
-// is a run id is answered by RunGet instead (the bool).
+// engineFilter turns the page's filter into the engine's (a search that
+// names runs by id is answered by runsByID instead).
 func (f runFilter) engineFilter(limit int) (engine.RunFilter, error) {
 	// The lists and bulk actions show and need no payload: the store
 	// reads none.
@@ -82,28 +80,18 @@ func (d *Dashboard) runsPage(w http.ResponseWriter, r *http.Request, s *session)
 	ctx := r.Context()
 	f := filterOf(r.URL.Query())
 	data := map[string]any{"Filter": f, "Statuses": runStatuses, "FilterQuery": f.query()}
-	var runs []persistence.Run
-	if _, err := uuid.Parse(f.Q); err == nil && f.Q != "" {
-		run, err := d.e.Store().RunGet(ctx, f.Q)
-		switch {
-		case err == nil:
-			runs = append(runs, run)
-		case !errors.Is(err, persistence.ErrRunNotFound):
-			return err
-		}
-		if len(runs) == 0 {
-			// Not a run id after all: look it up as an idempotency key.
-			ef, err := f.engineFilter(50)
-			if err != nil {
-				return err
-			}
-			page, err := d.e.Runs(ctx, ef)
-			if err != nil {
-				return badFilter(err)
-			}
-			runs = page.Runs
-		}
-	} else {
+	runs, more, err := d.runsByID(ctx, f.Q)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(runs) == 1 && runs[0].ID != f.Q:
+		// A prefix of one run's id: that run.
+		return d.redirect(w, r, "/runs/"+url.PathEscape(runs[0].ID), "")
+	case len(runs) > 0:
+		// The run of a whole id, or the runs a shared prefix matches.
+		data["MoreMatches"] = more
+	default:
 		ef, err := f.engineFilter(50)
 		if err != nil {
 			return err

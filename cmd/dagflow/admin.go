@@ -118,10 +118,14 @@ func newRunsCmd(sec *secrets) *cobra.Command {
 		if raw != nil {
 			in = raw
 		}
-		if err := e.Signal(cmd.Context(), args[0], args[1], in); err != nil {
+		id, err := e.ResolveRunID(cmd.Context(), args[0])
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s signalled\n", cell(args[0]), cell(args[1]))
+		if err := e.Signal(cmd.Context(), id, args[1], in); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s signalled\n", cell(id), cell(args[1]))
 		return nil
 	})
 	signal.Flags().StringVar(&payload, "payload", "", "the step's output: JSON, @FILE to read it from a file, or @- from stdin (default: none)")
@@ -162,16 +166,20 @@ func newRunsRetryCmd(sec *secrets) *cobra.Command {
 				return err
 			}
 			defer closeAll()
+			id, err := e.ResolveRunID(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
 			var again []string
 			if from != "" {
-				again, err = e.RetryFrom(cmd.Context(), args[0], from, engine.Actor("cli"))
+				again, err = e.RetryFrom(cmd.Context(), id, from, engine.Actor("cli"))
 			} else {
-				again, err = e.RetryRun(cmd.Context(), args[0], engine.Actor("cli"))
+				again, err = e.RetryRun(cmd.Context(), id, engine.Actor("cli"))
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s run again; the run resumes on the workers\n", cell(args[0]), cell(strings.Join(again, ", ")))
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s run again; the run resumes on the workers\n", cell(id), cell(strings.Join(again, ", ")))
 			return nil
 		},
 	}, &b, sec)
@@ -203,10 +211,14 @@ func newRunsSkipCmd(sec *secrets) *cobra.Command {
 				return err
 			}
 			defer closeAll()
-			if err := e.SkipStep(cmd.Context(), args[0], args[1], out, engine.Actor("cli")); err != nil {
+			id, err := e.ResolveRunID(cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s skipped; the run resumes on the workers\n", cell(args[0]), cell(args[1]))
+			if err := e.SkipStep(cmd.Context(), id, args[1], out, engine.Actor("cli")); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s step %s skipped; the run resumes on the workers\n", cell(id), cell(args[1]))
 			return nil
 		},
 	}, &b, sec)
@@ -250,7 +262,11 @@ func listRuns(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow,
 
 // showRun prints a run (its payloads decoded by the codec, if any), its
 // steps, why each unfinished one waits, and its history.
-func showRun(ctx context.Context, e *engine.Engine, id string, stdout io.Writer) error {
+func showRun(ctx context.Context, e *engine.Engine, arg string, stdout io.Writer) error {
+	id, err := e.ResolveRunID(ctx, arg)
+	if err != nil {
+		return err
+	}
 	info, err := e.Get(ctx, id)
 	if err != nil {
 		return err
@@ -352,12 +368,16 @@ func listDead(ctx context.Context, e *engine.Engine, stdout io.Writer, workflow 
 	return tw.Flush()
 }
 
-func retryOrDiscard(ctx context.Context, b *backendFlags, what, run, step string, stdout io.Writer) error {
+func retryOrDiscard(ctx context.Context, b *backendFlags, what, arg, step string, stdout io.Writer) error {
 	e, closeAll, err := b.inspector(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
+	run, err := e.ResolveRunID(ctx, arg)
+	if err != nil {
+		return err
+	}
 	if what == "retry" {
 		if err := e.RetryDead(ctx, run, step); err != nil {
 			return err

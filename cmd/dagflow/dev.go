@@ -459,9 +459,14 @@ func sortedNames(names []string) []string {
 	return names
 }
 
+// short returns the first 18 characters of a run id, which every command
+// and the API take in its place (a prefix of 8 or more that names one
+// run). The engine's ids are UUIDv7s, whose first 18 characters are the
+// millisecond and a sequence within it that one process never repeats:
+// every run dev triggers has its own.
 func short(id string) string {
-	if len(id) > 13 {
-		return id[len(id)-12:]
+	if len(id) > 18 {
+		return id[:18]
 	}
 	return id
 }

@@ -61,16 +61,19 @@ func newRunPauseCmd(sec *secrets, pause bool) *cobra.Command {
 	}
 	return withInspector(&cobra.Command{Use: use, Short: short, Args: exactArgs("RUN_ID")}, sec, !pause,
 		func(cmd *cobra.Command, e *engine.Engine, args []string) error {
-			var err error
+			id, err := e.ResolveRunID(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
 			if pause {
-				err = e.PauseRun(cmd.Context(), args[0])
+				err = e.PauseRun(cmd.Context(), id)
 			} else {
-				err = e.ResumeRun(cmd.Context(), args[0])
+				err = e.ResumeRun(cmd.Context(), id)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s %s\n", cell(args[0]), verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s %s\n", cell(id), verb)
 			return nil
 		})
 }

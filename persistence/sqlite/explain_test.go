@@ -173,6 +173,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	qs = append(qs, s.ChangeQueries(now.Add(-time.Minute))...)
 	qs = append(qs, s.RetentionQueries(now)...)
 	qs = append(qs, s.ActionQueries("run-00042")...)
+	qs = append(qs, s.ResolveQueries("h00012")...)
 	qs = append(qs, s.ScheduleQueries(now.Add(-time.Minute))...)
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "RunList/") {
@@ -240,6 +241,10 @@ func rangeOf(name string) string {
 		return "idx_runs_finished_id"
 	case name == "ScheduleListChanged", name == "ScheduleListChanged/page":
 		return "idx_schedules_changed"
+	case name == "RunResolve":
+		// The runs whose id starts with a prefix: one range of the
+		// primary key, in key order.
+		return "sqlite_autoindex_workflow_runs_1"
 	}
 	return ""
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) persistence.Store, opts ...Op
 		{"RunCreateIdempotent", s.testRunCreateIdempotent},
 		{"RunCreateValidation", s.testRunCreateValidation},
 		{"RunList", s.testRunList},
+		{"RunResolve", s.testRunResolve},
 		{"RunListNoPayloads", s.testRunListNoPayloads},
 		{"RunTransition", s.testRunTransition},
 		{"RunDeleteFinished", s.testRunDeleteFinished},
