@@ -93,6 +93,11 @@ func TestWorkerRejectsNodeTimeoutUnderHeartbeat(t *testing.T) {
 	dsn := testenv.MySQLDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// a migrated database: on an unmigrated one the worker stops earlier,
+	// at its schema check
+	if code, out, errb := runCLI(t, ctx, "migrate", "--mysql-dsn", dsn); code != 0 {
+		t.Fatalf("migrate exited %d: %s %s", code, out, errb)
+	}
 	code, out, errb := runCLI(t, ctx, "worker", "--node-heartbeat", "2s", "--node-timeout", "1s",
 		"--mysql-dsn", dsn, "--redis-addr", addr, "--prefix", testenv.KeyPrefix(t))
 	if code == 0 || !strings.Contains(errb, "NodeTimeout 1s") || !strings.Contains(errb, "NodeHeartbeat 2s") {
