@@ -76,6 +76,11 @@ type workflowConfig struct {
 	timeout time.Duration
 	queue   string
 	on      []subscriptionDecl
+
+	example    any // ExampleInput
+	exampleSet bool
+	schema     []byte // InputSchema
+	schemaSet  bool
 }
 
 // Version sets the workflow's version (default 1), recorded with each run
@@ -189,7 +194,7 @@ func Queue(name string) StepOption {
 // one of the sentinels (ErrInvalidName, ErrEmptyWorkflow, ErrTooManySteps,
 // ErrDuplicateStep, ErrStepWithoutHandler, ErrInvalidOption,
 // ErrSelfDependency, ErrUnknownDependency, ErrCycle, ErrBadCondition,
-// ErrBadFilter). A single problem is
+// ErrBadFilter, ErrBadSchema, ErrBadExample). A single problem is
 // returned as is; several are combined with errors.Join, so use errors.Is
 // and errors.As rather than a type assertion.
 func (b *Builder) Build() (*Workflow, error) {
@@ -238,6 +243,7 @@ func (b *Builder) Build() (*Workflow, error) {
 
 	w := &Workflow{name: b.name, version: cfg.version, index: make(map[string]int, len(b.decls))}
 	w.on = subscriptions(&v, b.name, cfg.on)
+	w.input = buildInput(&v, cfg)
 	for _, d := range b.decls {
 		if _, dup := w.index[d.name]; dup {
 			v.add(d.name, ErrDuplicateStep, "step %q declared twice", d.name)

@@ -29,6 +29,12 @@ type Definition struct {
 	// declaration order. It is omitted when empty, so that the plans
 	// without subscriptions keep their hashes.
 	On []SubscriptionDefinition `json:"on,omitempty"`
+	// ExampleInput is the workflow's example input ([ExampleInput]) and
+	// InputSchema the JSON Schema its inputs must match ([InputSchema]),
+	// both canonical JSON; omitted when not declared (the plans without
+	// them keep their hashes).
+	ExampleInput json.RawMessage `json:"example_input,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
 }
 
 // StepDefinition is one step of a [Definition], every default resolved.
@@ -77,7 +83,8 @@ type RetryDefinition struct {
 
 // Definition returns the workflow's plan without its code.
 func (w *Workflow) Definition() Definition {
-	d := Definition{Name: w.name, Declared: w.version, Steps: make([]StepDefinition, len(w.steps))}
+	d := Definition{Name: w.name, Declared: w.version, Steps: make([]StepDefinition, len(w.steps)),
+		ExampleInput: w.ExampleInput(), InputSchema: w.InputSchema()}
 	for _, s := range w.on {
 		d.On = append(d.On, SubscriptionDefinition{Event: s.Event, When: s.Filter})
 	}
@@ -170,6 +177,7 @@ func FromDefinition(d Definition, handlers *Workflow) (*Workflow, error) {
 	for _, s := range d.On {
 		wopts = append(wopts, OnEvent(s.Event, Filter(s.When)))
 	}
+	wopts = append(wopts, d.inputOptions()...)
 	b := New(d.Name, wopts...)
 	for _, s := range d.Steps {
 		opts, err := s.options(d.Name)

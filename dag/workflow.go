@@ -18,6 +18,7 @@ type Workflow struct {
 	dependents [][]int        // direct dependents of steps[i], declaration order
 	order      []string
 	on         []*Subscription // OnEvent, declaration order
+	input      inputSpec       // ExampleInput, InputSchema
 }
 
 // Step is one node of a workflow, with every default resolved.

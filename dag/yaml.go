@@ -31,6 +31,10 @@ var (
 //	on:                         # optional: the events that start it
 //	  - event: order.placed     # required
 //	    when: event.total >= 100
+//	example_input: {order_id: o-1, total: 120}   # optional: ExampleInput
+//	input_schema:               # optional: InputSchema, a JSON Schema in YAML
+//	  type: object
+//	  required: [total]
 //	defaults:                   # all optional
 //	  retry: {max_attempts: 5, initial_backoff: 1s, max_backoff: 1m, multiplier: 2, jitter: 1}
 //	  timeout: 30s
@@ -156,8 +160,9 @@ type loader struct {
 	yamlwalk.Walker
 	reg *steps.Registry
 	// onNode is the workflow's `on` list, where subscription errors
-	// point.
-	onNode *yaml.Node
+	// point; inputNodes the example_input and input_schema values.
+	onNode     *yaml.Node
+	inputNodes map[string]*yaml.Node
 }
 
 func newLoader(file string, reg *steps.Registry) *loader {
@@ -369,9 +374,13 @@ func (l *loader) workflow(root *yaml.Node) (*Workflow, error) {
 		decls    []stepNode
 		b        = &Builder{}
 	)
-	known := []string{"name", "version", "on", "defaults", "steps"}
+	known := append([]string{"name", "version", "on", "defaults", "steps"}, inputKeys...)
 	l.Fields(root, "", known, func(key string, k, v *yaml.Node) {
 		switch key {
+		case "example_input", "input_schema":
+			if o := l.inputOption(key, v); o != nil {
+				opts = append(opts, o)
+			}
 		case "name":
 			name, _ = l.Str(v, key)
 			nameNode = v
@@ -588,6 +597,7 @@ func (l *loader) locate(err error, root, nameNode *yaml.Node, decls []stepNode) 
 		}
 		if ve.Step == "" {
 			switch {
+			case l.locateInput(ve):
 			case errors.Is(ve, ErrBadFilter) && l.onNode != nil:
 				l.Fail(l.onNode, "on", ve)
 			case errors.Is(ve, ErrInvalidName) && ve.Reason != "" && nameNode != root && !isQueueReason(ve):

@@ -94,7 +94,7 @@ func TestLoadYAMLErrors(t *testing.T) {
 		{
 			name: "unknown top-level field", wantIs: dag.ErrUnknownField,
 			yaml:    "name: order\ntimeout: 3s\nsteps:\n  - {name: a, handler: order.ship}\n",
-			wantMsg: "dag: order.yaml:2:1: timeout: unknown field (want one of [name version on defaults steps])",
+			wantMsg: "dag: order.yaml:2:1: timeout: unknown field (want one of [name version on defaults steps example_input input_schema])",
 		},
 		{
 			name: "unknown step field", wantIs: dag.ErrUnknownField,

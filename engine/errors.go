@@ -17,7 +17,9 @@ var (
 	ErrDuplicateWorkflow = errors.New("engine: workflow already registered")
 	// ErrRetryRefused is returned when a dead step cannot be retried.
 	ErrRetryRefused = errors.New("engine: retry refused")
-	// ErrInvalidInput is returned for an input that is not valid JSON.
+	// ErrInvalidInput is returned for an input that is not valid JSON,
+	// or that does not match the workflow's input schema
+	// (dag.InputSchema; the error then wraps a *dag.InputError too).
 	ErrInvalidInput = errors.New("engine: invalid input")
 	// ErrReservedKey is wrapped by the *ReservedKeyError of an
 	// idempotency key starting with one of ReservedKeyPrefixes: those

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dagflow/dagflow/codec"
+	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/internal/jsoncheck"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -87,6 +88,11 @@ func (e *Engine) createParams(ctx context.Context, workflow string, input any, o
 		return persistence.RunCreateParams{}, err
 	}
 	raw, err := encodeInput(input)
+	if err == nil {
+		// Checked on the plain input, on every node: one without the
+		// handlers has the schema from the stored definition.
+		err = w.CheckInput(raw)
+	}
 	if err != nil {
 		return persistence.RunCreateParams{}, &inputError{workflow: workflow, err: err}
 	}
@@ -156,14 +162,20 @@ func encodeInput(input any) ([]byte, error) {
 
 // inputError reports a run input that is not JSON:
 // `engine: workflow "order": invalid input: not valid JSON` (or "too
-// deeply nested (limit 10000)"). It wraps
-// ErrInvalidInput and the encoder's error.
+// deeply nested (limit 10000)"), or that does not match the workflow's
+// input schema: `engine: workflow "order": invalid input: at "/total":
+// got string, want number`. It wraps ErrInvalidInput and the encoder's
+// error or the *dag.InputError.
 type inputError struct {
 	workflow string
 	err      error
 }
 
 func (e *inputError) Error() string {
+	var ie *dag.InputError
+	if errors.As(e.err, &ie) {
+		return fmt.Sprintf("engine: workflow %q: invalid input: %s", e.workflow, ie.Detail())
+	}
 	return fmt.Sprintf("engine: workflow %q: invalid input: %v", e.workflow, e.err)
 }
 

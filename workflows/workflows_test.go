@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/examples/orderflow"
 	"github.com/dagflow/dagflow/steps"
 	"github.com/dagflow/dagflow/workflows"
 )
@@ -24,6 +25,8 @@ func goOrder(reg *steps.Registry) (*dag.Workflow, error) {
 		dag.DefaultRetry(dag.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: time.Minute, Multiplier: 2, Jitter: 1}),
 		dag.DefaultTimeout(30*time.Second),
 		dag.DefaultQueue("default"),
+		dag.ExampleInput(orderflow.Example),
+		dag.InputSchema(orderflow.InputSchema),
 	).
 		Step("reserve", h("order.reserve"), dag.Compensate(h("order.release")), dag.Timeout(10*time.Second)).
 		Step("notify", h("order.notify"), dag.After("reserve"), dag.Queue("mail"),
@@ -44,6 +47,8 @@ type plan struct {
 	Steps   []stepPlan
 	Mermaid string
 	Comp    [][]string
+	// Example and Schema are the declared example input and schema.
+	Example, Schema string
 }
 
 type stepPlan struct {
@@ -55,7 +60,8 @@ type stepPlan struct {
 }
 
 func planOf(w *dag.Workflow) plan {
-	p := plan{Name: w.Name(), Version: w.Version(), Order: w.Order(), Roots: w.Roots(), Mermaid: w.Mermaid()}
+	p := plan{Name: w.Name(), Version: w.Version(), Order: w.Order(), Roots: w.Roots(), Mermaid: w.Mermaid(),
+		Example: string(w.ExampleInput()), Schema: string(w.InputSchema())}
 	all := map[string]bool{}
 	for _, s := range w.Steps() {
 		p.Steps = append(p.Steps, stepPlan{s.Name, s.Queue, s.When, s.Deps, s.Needs, s.Retry, s.Timeout, s.Compensation != nil})
@@ -103,6 +109,14 @@ func TestOrderYAMLMatchesGo(t *testing.T) {
 	}
 	if diff := cmp.Diff(planOf(fromGo), planOf(fromYAML)); diff != "" {
 		t.Errorf("order.yaml and the Go declaration differ (-go +yaml):\n%s", diff)
+	}
+	// The example is the one the dashboard's form starts from: it must
+	// pass the schema and reach points' threshold.
+	if err := fromYAML.CheckInput(fromYAML.ExampleInput()); err != nil || fromYAML.InputSchema() == nil {
+		t.Errorf("order.yaml's example %s against its schema %s: %v", fromYAML.ExampleInput(), fromYAML.InputSchema(), err)
+	}
+	if ok, err := fromYAML.Step("points").EvalWhen(context.Background(), fromYAML.ExampleInput(), nil); err != nil || !ok {
+		t.Errorf("points when on the example = %v, %v; want true", ok, err)
 	}
 	for _, s := range fromYAML.Steps() {
 		if s.Handler == nil {

@@ -103,6 +103,12 @@ func firstLine(s string) string {
 	return shorten(s, 160)
 }
 
+// inputRows is the height of the trigger form's textarea: the input's
+// lines, between 5 and 20.
+func inputRows(input string) int {
+	return min(max(strings.Count(input, "\n")+1, 5), 20)
+}
+
 // prettyJSON indents a JSON value for a form to edit; "" for none. A
 // value that indents to more than maxShown bytes and four times its size
 // (a deeply nested one) is returned as it is, whole.

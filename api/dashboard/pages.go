@@ -182,9 +182,15 @@ func (d *Dashboard) workflowForm(w http.ResponseWriter, r *http.Request, s *sess
 	if err != nil {
 		return err
 	}
+	// The form starts runs of the current version: it starts from that
+	// version's example input, and shows its schema.
+	def := versions[0].Definition
+	if input == "" && formErr == "" {
+		input = prettyJSON(def.ExampleInput)
+	}
 	d.render(w, r, s, status, "workflow", "Workflow "+name, map[string]any{
 		"Name": name, "Current": cur, "Versions": versions, "Graph": g, "Schedules": mine, "Recent": recent.Runs,
-		"Input": input, "Error": formErr,
+		"Input": input, "InputRows": inputRows(input), "Schema": prettyJSON(def.InputSchema), "Error": formErr,
 	})
 	return nil
 }

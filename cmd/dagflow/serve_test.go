@@ -461,8 +461,14 @@ func TestWorkflowsAndTrigger(t *testing.T) {
 	if code, out, errb := cli("trigger", "order", "--input", "@"+file, "--key", "k-1"); code != 0 || strings.TrimSpace(out) != id {
 		t.Errorf("the same key and input again: exit %d, %q %q; want the run %s", code, out, errb, id)
 	}
-	if code, _, errb := cli("trigger", "order", "--input", `{"order_id":"o-2"}`, "--key", "k-1"); code != 1 || !strings.Contains(errb, id) {
+	if code, _, errb := cli("trigger", "order", "--input", `{"order_id":"o-2","total":150}`, "--key", "k-1"); code != 1 || !strings.Contains(errb, id) {
 		t.Errorf("the same key with another input: exit %d, %q; want 1 naming the run %s", code, errb, id)
+	}
+	// The stored definition's schema holds on this node without the
+	// handlers: an order whose total is no number starts nothing.
+	if code, out, errb := cli("trigger", "order", "--input", `{"order_id":"o-3","total":"lots"}`); code != 1 || out != "" ||
+		!strings.Contains(errb, `engine: workflow "order": invalid input: at "/total": got string, want number`) {
+		t.Errorf("trigger with a total that is no number: exit %d, %q %q; want 1 saying where and why", code, out, errb)
 	}
 	if code, _, errb := cli("trigger", "nope", "--input", "{}"); code != 1 || !strings.Contains(errb, `"nope"`) || !strings.Contains(errb, "order") {
 		t.Errorf("trigger nope: exit %d, %q; want 1 naming it and the known workflows", code, errb)

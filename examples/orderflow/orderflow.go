@@ -45,6 +45,23 @@ type Order struct {
 	FailOnceStep string `json:"fail_once_step,omitempty"`
 }
 
+// Example is the order the workflow declares as its example input
+// (dag.ExampleInput): a dashboard's trigger form starts from it.
+var Example = Order{OrderID: "order-1001", Customer: "ada@example.com", SKU: "SKU-42", Quantity: 1, Total: 120}
+
+// InputSchema is the JSON Schema the workflow's inputs must match
+// (dag.InputSchema): points' condition compares input.total, so an order
+// without a numeric total is refused when triggered rather than failing
+// (and compensating) at points.
+const InputSchema = `{
+  "type": "object",
+  "required": ["total"],
+  "properties": {
+    "order_id": {"type": "string"},
+    "total": {"type": "number"}
+  }
+}`
+
 // Reservation is reserve's output.
 type Reservation struct {
 	ReservationID string `json:"reservation_id"`
@@ -169,7 +186,8 @@ func (s *Services) Register(reg *steps.Registry) error {
 // Workflow declares the order workflow in Go, named name.
 func (s *Services) Workflow(name string) (*dag.Workflow, error) {
 	retry := dag.RetryPolicy{MaxAttempts: 4, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second, Multiplier: 2, Jitter: 1}
-	return dag.New(name, dag.Version(1), dag.DefaultRetry(retry), dag.DefaultTimeout(30*time.Second)).
+	return dag.New(name, dag.Version(1), dag.DefaultRetry(retry), dag.DefaultTimeout(30*time.Second),
+		dag.ExampleInput(Example), dag.InputSchema(InputSchema)).
 		Step("reserve", steps.Typed(s.reserve), dag.Compensate(steps.Typed(s.release))).
 		Step("notify", steps.Typed(s.notify), dag.After("reserve")).
 		Step("points", steps.Typed(s.points), dag.After("reserve"), dag.When("input.total >= 100"),
