@@ -61,8 +61,8 @@ func (s RunStatus) ActionRefusal(action RunActionKind) string {
 		if action == ActionSkip {
 			verb = "skipping a step"
 		}
-		return "run compensated: its completed steps were undone, and " + verb +
-			" would go on from undone work; rerun it from a step instead, which runs that step and everything after it again"
+		return "run compensated: its completed steps were undone; rerun it from a step instead (" + verb +
+			" would go on from undone work)"
 	case RunSucceeded:
 		switch action {
 		case ActionSkip:
