@@ -116,7 +116,7 @@ func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, 
 		"Input": input, "Output": d.runOutput(ri), "LiveRun": run.ID,
 		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
 		"RetryRefused": retryRefused(run.Status, ri.Steps),
-		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
+		"Terminal":     run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
 		"History": ri.Actions, "Form": form, "Children": ri.Children,
 	}
 	d.render(w, r, s, status, "run", "Run "+shorten(run.ID, 13), data)
