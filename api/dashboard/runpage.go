@@ -114,9 +114,8 @@ func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, 
 	data := map[string]any{
 		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
 		"Input": input, "Output": d.runOutput(ri), "LiveRun": run.ID,
-		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
-		"RetryRefused": retryRefused(run.Status, ri.Steps),
-		"Terminal":     run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
+		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps), "RetryRefused": retryRefused(run.Status, ri.Steps),
+		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
 		"History": ri.Actions, "Form": form, "Children": ri.Children,
 	}
 	d.render(w, r, s, status, "run", "Run "+shorten(run.ID, 13), data)
