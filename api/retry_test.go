@@ -3,11 +3,15 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dagflow/dagflow/api"
 	"github.com/dagflow/dagflow/api/client"
+	"github.com/dagflow/dagflow/dag"
+	"github.com/dagflow/dagflow/steps"
 )
 
 // The retry modes and the skip over HTTP, each recorded in the run's
@@ -70,5 +74,54 @@ func TestRetryModesAndSkip(t *testing.T) {
 		problemOf(t, err, 404, api.CodeStepNotFound)
 		_, err = op.RetryRun(ctx, failed, client.RetryRequest{})
 		problemOf(t, err, 409, api.CodeRetryRefused)
+	})
+}
+
+// A compensated run's completed steps were undone: a retry of its failed
+// steps, of its dead letter, or a skip is a 409 retry_refused that says
+// to rerun from a step, and leaves the run compensated; the rerun from a
+// step resumes it.
+func TestCompensatedRunRefusesRetryOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var healed atomic.Bool
+		h := steps.HandlerFunc(func(_ context.Context, sc steps.Context) (json.RawMessage, error) {
+			if sc.Step == "charge" && !sc.Compensation && !healed.Load() {
+				return nil, steps.Permanent(errors.New("card declined"))
+			}
+			return nil, nil
+		})
+		wf, err := dag.New("saga").Step("reserve", h, dag.Compensate(h)).Step("charge", h, dag.After("reserve")).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := newAPIEnv(t, b, envOptions{keys: true, workflows: []*dag.Workflow{wf}})
+		ctx := context.Background()
+		op := env.client(t, newKey(t, env, "night-ops", api.ScopeOperate))
+		env.adminClient = op
+		id := env.Trigger(t, "saga", nil)
+		env.waitStatus(t, id, "compensated")
+		healed.Store(true)
+
+		_, errRun := op.RetryRun(ctx, id, client.RetryRequest{})
+		_, errDead := op.RetryDeadLetter(ctx, id, "charge")
+		_, errSkip := op.SkipStep(ctx, id, "charge", nil)
+		for what, err := range map[string]error{"retry of the failed steps": errRun, "retry of the dead letter": errDead, "skip": errSkip} {
+			p := problemOf(t, err, 409, api.CodeRetryRefused)
+			if p.RunID != id || !strings.Contains(p.Detail, "undone") || !strings.Contains(p.Detail, "rerun it from a step") {
+				t.Errorf("%s: problem %+v, want the run and why, saying to rerun from a step", what, p)
+			}
+		}
+		d, err := op.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Run.Status != "compensated" || len(d.Actions) != 0 {
+			t.Fatalf("run after the refusals: %s, actions %+v; want compensated, none", d.Run.Status, d.Actions)
+		}
+		res, err := op.RetryRun(ctx, id, client.RetryRequest{Mode: client.RetryFromStep, Step: "charge"})
+		if err != nil || strings.Join(res.Steps, ",") != "reserve,charge" {
+			t.Fatalf("rerun from charge = %+v, %v; want reserve (undone) and charge again", res, err)
+		}
+		env.waitStatus(t, id, "succeeded")
 	})
 }

@@ -57,12 +57,14 @@ func actionOpts(opts []ActionOption) actionOptions {
 // RetryDead retries a dead step after its cause was fixed, resuming the run
 // from that step and keeping the outputs of the steps that completed.
 //
-// The run must be failed or compensated (finished because the step
-// dead-lettered). On a compensated run the compensated steps run again
-// too, under new idempotency keys: their work was undone, so it is redone,
-// never reused. A run whose compensation failed, or that is in flight,
-// is refused with a *RetryRefusedError. The action is recorded in the
-// run's history (RunInfo.Actions) as done by the Actor option's name.
+// The run must be failed (finished because the step dead-lettered). A
+// compensated run is refused with a *RetryRefusedError
+// (ErrRetryRefused): its completed steps were undone, so retrying would
+// go on from undone work; RetryFrom resumes it instead. A run whose
+// compensation failed, or that is in flight, is refused too
+// (persistence.RunStatus.ActionRefusal has the rule of run statuses).
+// The action is recorded in the run's history (RunInfo.Actions) as done
+// by the Actor option's name.
 func (e *Engine) RetryDead(ctx context.Context, runID, step string, opts ...ActionOption) error {
 	_, err := e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
 		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFailed, Step: step,
@@ -73,9 +75,8 @@ func (e *Engine) RetryDead(ctx context.Context, runID, step string, opts ...Acti
 
 // RetryRun retries every dead step of a finished run at once (the retry
 // mode "failed": every success kept) and returns the steps that run again,
-// in plan order: the dead ones, and on a compensated run the undone ones
-// (see RetryDead). It is refused, with a *RetryRefusedError, as RetryDead
-// is, and for a run with nothing to retry.
+// in plan order. It is refused, with a *RetryRefusedError, as RetryDead
+// is (a compensated run included), and for a run with nothing to retry.
 func (e *Engine) RetryRun(ctx context.Context, runID string, opts ...ActionOption) ([]string, error) {
 	return e.resume(ctx, runID, "", func(actor string) (persistence.RunRetryResult, error) {
 		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFailed,
@@ -85,10 +86,11 @@ func (e *Engine) RetryRun(ctx context.Context, runID string, opts ...ActionOptio
 
 // RetryFrom reruns a finished run (succeeded, failed or compensated) from
 // step: the step and every step downstream of it run again, as do the
-// run's dead steps and, on a compensated run, its undone ones. A step that
-// had completed runs under a new idempotency key (steps.RerunKey). It
-// returns the steps that run again, in plan order; refusals are
-// *RetryRefusedError (see RetryDead).
+// run's dead steps and, on a compensated run, its undone ones: it is the
+// one action that resumes a compensated run, since it redoes the undone
+// work instead of building on it. A step that had completed runs under a
+// new idempotency key (steps.RerunKey). It returns the steps that run
+// again, in plan order; refusals are *RetryRefusedError (see RetryDead).
 func (e *Engine) RetryFrom(ctx context.Context, runID, step string, opts ...ActionOption) ([]string, error) {
 	return e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
 		return e.store.RunRetry(ctx, persistence.RunRetryParams{RunID: runID, Mode: persistence.RetryFromStep, Step: step,
@@ -99,10 +101,10 @@ func (e *Engine) RetryFrom(ctx context.Context, runID, step string, opts ...Acti
 // SkipStep gives a dead step of a finished run the output an operator
 // provides (JSON; nil for none) instead of running it, and resumes the
 // run: the step counts as succeeded (its dependents read that output; if
-// the run later compensates, its compensation runs), the run's other
-// dead steps are retried and, on a compensated run, its undone steps
-// rerun. A run left with nothing to run succeeds. Refusals are
-// *RetryRefusedError (see RetryDead).
+// the run later compensates, its compensation runs) and the run's other
+// dead steps are retried. A run left with nothing to run succeeds.
+// Refusals are *RetryRefusedError, a compensated run's included (see
+// RetryDead).
 func (e *Engine) SkipStep(ctx context.Context, runID, step string, output json.RawMessage, opts ...ActionOption) error {
 	_, err := e.resume(ctx, runID, step, func(actor string) (persistence.RunRetryResult, error) {
 		out, err := e.encodePayload(ctx, codec.Output, output)

@@ -15,7 +15,8 @@ var (
 	ErrUnknownWorkflow = errors.New("engine: unknown workflow")
 	// ErrDuplicateWorkflow is returned when a workflow name is registered twice.
 	ErrDuplicateWorkflow = errors.New("engine: workflow already registered")
-	// ErrRetryRefused is returned when a dead step cannot be retried.
+	// ErrRetryRefused is returned when the run's state refuses an
+	// operator action (a retry, a rerun or a skip): see RetryRefusedError.
 	ErrRetryRefused = errors.New("engine: retry refused")
 	// ErrInvalidInput is returned for an input that is not valid JSON,
 	// or that does not match the workflow's input schema
@@ -52,8 +53,10 @@ func (e *WorkflowError) Error() string {
 // Unwrap returns the sentinel.
 func (e *WorkflowError) Unwrap() error { return e.Err }
 
-// RetryRefusedError says why a dead step (RetryDead) or a run's dead
-// steps (RetryRun, Step empty) cannot be retried.
+// RetryRefusedError says why a dead step (RetryDead), a run's dead
+// steps (RetryRun, Step empty), a rerun (RetryFrom) or a skip (SkipStep)
+// is refused, and, where another action would do, which: a compensated
+// run's refusal says to rerun it from a step.
 type RetryRefusedError struct {
 	RunID  string
 	Step   string

@@ -25,10 +25,14 @@ func keysOf(r *recorder, step string, comp bool) []string {
 	return out
 }
 
-// A compensated run's retry redoes the undone steps under new idempotency
-// keys (a service that honoured the undo must not answer with the first
-// execution), retries the dead one under its own, and records who asked.
-func TestRetryCompensatedRunRedoesUndoneWork(t *testing.T) {
+// A compensated run's completed steps were undone: retrying its failed
+// steps or a dead letter of it, or skipping a step, would go on from
+// undone work, so each is refused (saying to rerun from a step) and the
+// run is left as it was. A rerun from a step is the way to resume it: it
+// redoes the undone steps under new idempotency keys (a service that
+// honoured the undo must not answer with the first execution), retries
+// the dead one under its own, and records who asked.
+func TestCompensatedRunResumesOnlyByARerun(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		r := &recorder{}
 		var fixed atomic.Bool
@@ -42,13 +46,43 @@ func TestRetryCompensatedRunRedoesUndoneWork(t *testing.T) {
 		o.Workflows = []*dag.Workflow{orderWorkflow(t, r, "order", 0, fail, true, nil)}
 		env := enginetest.New(t, o)
 		id := env.Trigger(t, "order", nil)
-		env.AssertRun(t, env.Wait(t, id), persistence.RunCompensated)
+		before := env.Wait(t, id)
+		env.AssertRun(t, before, persistence.RunCompensated)
 
 		fixed.Store(true)
 		ctx := context.Background()
-		again, err := env.Engine.RetryRun(ctx, id, engine.Actor("alice"))
+		_, errRun := env.Engine.RetryRun(ctx, id, engine.Actor("alice"))
+		for what, err := range map[string]error{
+			"RetryRun":  errRun,
+			"RetryDead": env.Engine.RetryDead(ctx, id, "ship", engine.Actor("alice")),
+			"SkipStep":  env.Engine.SkipStep(ctx, id, "ship", nil, engine.Actor("alice")),
+		} {
+			var rr *engine.RetryRefusedError
+			if !errors.As(err, &rr) || !errors.Is(err, engine.ErrRetryRefused) || rr.RunID != id {
+				t.Errorf("%s of a compensated run = %v, want a RetryRefusedError", what, err)
+				continue
+			}
+			if !strings.Contains(err.Error(), "undone") || !strings.Contains(err.Error(), "rerun") {
+				t.Errorf("%s's refusal %q does not say the work was undone and to rerun from a step", what, err)
+			}
+		}
+		after := mustGet(t, env.Engine, id)
+		env.AssertRun(t, after, persistence.RunCompensated)
+		for _, s := range before.Steps {
+			if a := stepOf(t, after, s.Step); a.Status != s.Status || a.Attempt != s.Attempt || a.Reruns != s.Reruns {
+				t.Errorf("refused actions changed %s: %+v, was %+v", s.Step, a, s)
+			}
+		}
+		if len(after.Actions) != 0 {
+			t.Errorf("refused actions recorded: %+v", after.Actions)
+		}
+		if n := len(r.find("ship", false)); n != 1 {
+			t.Errorf("ship ran %d times after the refusals, want 1", n)
+		}
+
+		again, err := env.Engine.RetryFrom(ctx, id, "ship", engine.Actor("alice"))
 		if err != nil {
-			t.Fatalf("RetryRun of a compensated run: %v", err)
+			t.Fatalf("RetryFrom of a compensated run: %v", err)
 		}
 		if diff := cmp.Diff([]string{"reserve", "notify", "points", "ship"}, again); diff != "" {
 			t.Errorf("steps run again (-want +got):\n%s", diff)
@@ -68,14 +102,10 @@ func TestRetryCompensatedRunRedoesUndoneWork(t *testing.T) {
 			t.Errorf("the dead step's retry keeps its key (-want +got):\n%s", diff)
 		}
 		if len(info.Actions) != 1 {
-			t.Fatalf("actions = %+v, want the retry", info.Actions)
+			t.Fatalf("actions = %+v, want the rerun", info.Actions)
 		}
-		if a := info.Actions[0]; a.Actor != "alice" || a.Action != persistence.ActionRetry || a.At.IsZero() {
-			t.Errorf("action = %+v, want alice's retry", a)
-		}
-		var rr *engine.RetryRefusedError
-		if err := env.Engine.SkipStep(ctx, id, "ship", nil); !errors.As(err, &rr) || !errors.Is(err, engine.ErrRetryRefused) {
-			t.Errorf("SkipStep of a succeeded step = %v, want a RetryRefusedError", err)
+		if a := info.Actions[0]; a.Actor != "alice" || a.Action != persistence.ActionRerun || a.Step != "ship" || a.At.IsZero() {
+			t.Errorf("action = %+v, want alice's rerun from ship", a)
 		}
 	})
 }

@@ -53,6 +53,46 @@ func RunStatusList() string {
 // Valid reports whether s is one of the defined run statuses.
 func (s RunStatus) Valid() bool { return slices.Contains(runStatuses, s) }
 
+// ActionRefusal is the one rule of which operator actions a run in
+// this status takes: it returns why action (ActionRetry of its failed
+// steps or of one dead step, ActionRerun from a step, ActionSkip of a
+// dead step) is refused, or "" when the status allows it. The store
+// applies it under the run's lock (besides the rules about the run's
+// steps, such as a compensation that failed); a caller may ask it first
+// to offer only the actions that can succeed.
+//
+// A compensated run's completed steps were undone: retrying its failed
+// steps, or skipping one, would go on from work that no longer exists,
+// so only a rerun from a step (which runs the undone steps again too)
+// resumes it.
+func (s RunStatus) ActionRefusal(action RunActionKind) string {
+	switch s {
+	case RunFailed:
+		return ""
+	case RunCompensated:
+		if action == ActionRerun {
+			return ""
+		}
+		verb := "retrying its failed steps"
+		if action == ActionSkip {
+			verb = "skipping a step"
+		}
+		return "run compensated: its completed steps were undone; rerun it from a step instead (" + verb +
+			" would go on from undone work)"
+	case RunSucceeded:
+		switch action {
+		case ActionSkip:
+			return "run succeeded: no step is dead"
+		case ActionRetry:
+			return "run succeeded: nothing failed (a rerun from a step runs it again)"
+		}
+		return ""
+	case RunCancelled:
+		return "run was cancelled: trigger a new run"
+	}
+	return "run is " + string(s) + ": only a finished run can be retried"
+}
+
 // StepStatus is the state of one step of a run.
 //
 //	waiting -> queued -> running -> succeeded

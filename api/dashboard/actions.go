@@ -345,7 +345,7 @@ func eligible(action string, st persistence.RunStatus) bool {
 	if action == "cancel" {
 		return !st.Terminal()
 	}
-	return st == persistence.RunFailed
+	return st.ActionRefusal(persistence.ActionRetry) == ""
 }
 
 // bulkDeadLetters retries or discards dead letters named "run/step",
@@ -391,6 +391,10 @@ func (d *Dashboard) bulkDeadLetters(w http.ResponseWriter, r *http.Request, s *s
 			err = d.e.RetryDead(ctx, run, step, engine.Actor(s.name))
 		} else {
 			err = d.e.DiscardDead(ctx, run, step)
+		}
+		var rr *engine.RetryRefusedError
+		if errors.As(err, &rr) {
+			err = errors.New(rr.Reason) // the item names its run and step
 		}
 		if err != nil {
 			refused = append(refused, fmt.Sprintf("%s/%s (%v)", shorten(run, 13), step, firstLine(err.Error())))

@@ -199,8 +199,12 @@ func (d *Dashboard) workflowForm(w http.ResponseWriter, r *http.Request, s *sess
 type deadRow struct {
 	persistence.StepRun
 	Workflow string
-	// Retryable: the run failed (a run that compensated cannot resume).
+	// Retryable: the run's status allows a retry of the step (it failed).
 	Retryable bool
+	// Rerun: it does not, and a rerun from a step resumes the run (it
+	// compensated); Refusal says why the retry is refused.
+	Rerun   bool
+	Refusal string
 }
 
 func (d *Dashboard) deadLettersPage(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -219,7 +223,9 @@ func (d *Dashboard) deadLettersPage(w http.ResponseWriter, r *http.Request, s *s
 				run, runs[st.RunID] = r, r
 			}
 		}
-		rows[i] = deadRow{StepRun: st, Workflow: run.Workflow, Retryable: run.Status == persistence.RunFailed}
+		rows[i] = deadRow{StepRun: st, Workflow: run.Workflow, Refusal: run.Status.ActionRefusal(persistence.ActionRetry)}
+		rows[i].Retryable = rows[i].Refusal == ""
+		rows[i].Rerun = !rows[i].Retryable && run.Status.ActionRefusal(persistence.ActionRerun) == ""
 	}
 	d.render(w, r, s, http.StatusOK, "deadletters", "Dead letters", map[string]any{
 		"Rows": rows, "Next": page.NextCursor, "Workflow": q.Get("workflow"), "Paged": q.Get("cursor") != "",

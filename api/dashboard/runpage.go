@@ -114,7 +114,7 @@ func (d *Dashboard) showRun(w http.ResponseWriter, r *http.Request, s *session, 
 	data := map[string]any{
 		"Run": run, "Steps": rows, "Graph": g, "Gantt": gantt(ri, now), "Detail": detail, "Selected": sel,
 		"Input": input, "Output": d.runOutput(ri), "LiveRun": run.ID,
-		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps),
+		"CanCancel": !run.Status.Terminal(), "CanRetry": retryable(run.Status) && hasDead(ri.Steps), "RetryRefused": retryRefused(run.Status, ri.Steps),
 		"Terminal": run.Status.Terminal(), "Paused": run.PausedAt != nil && !run.Status.Terminal(),
 		"History": ri.Actions, "Form": form, "Children": ri.Children,
 	}
@@ -141,16 +141,26 @@ func (d *Dashboard) runOutput(ri engine.RunInfo) *shownValue {
 }
 
 // retryable reports whether a run in status st may have its dead steps
-// retried or skipped: it failed, or it compensated (its undone steps then
-// run again).
+// retried or skipped (persistence.RunStatus.ActionRefusal: a failed run;
+// a compensated one's completed steps were undone).
 func retryable(st persistence.RunStatus) bool {
-	return st == persistence.RunFailed || st == persistence.RunCompensated
+	return st.ActionRefusal(persistence.ActionRetry) == "" && st.ActionRefusal(persistence.ActionSkip) == ""
 }
 
 // finishedForRetry reports whether a run in status st may be rerun from
 // a step.
 func finishedForRetry(st persistence.RunStatus) bool {
-	return retryable(st) || st == persistence.RunSucceeded
+	return st.ActionRefusal(persistence.ActionRerun) == ""
+}
+
+// retryRefused is why a run with dead steps offers no retry or skip of
+// them while a rerun from a step would resume it (a compensated run), or
+// "" when that is not so.
+func retryRefused(st persistence.RunStatus, sts []persistence.StepRun) string {
+	if !hasDead(sts) || retryable(st) || !finishedForRetry(st) {
+		return ""
+	}
+	return st.ActionRefusal(persistence.ActionRetry)
 }
 
 func hasDead(sts []persistence.StepRun) bool {
@@ -242,7 +252,7 @@ func (d *Dashboard) stepPanel(ctx context.Context, ri engine.RunInfo, plan []pla
 		}
 	}
 	operate := s.scope.Allows(ScopeOperate)
-	det.CanRetry = st.Status == persistence.StepDead && ri.Run.Status == persistence.RunFailed && operate
+	det.CanRetry = operate && st.Status == persistence.StepDead && retryable(ri.Run.Status)
 	// The store decides what it allows (a refusal is shown on the page);
 	// these only hide what a finished run's state rules out.
 	det.CanRerun = operate && finishedForRetry(ri.Run.Status)

@@ -142,8 +142,9 @@ func newRunsRetryCmd(sec *secrets) *cobra.Command {
 		Use:   "retry RUN_ID",
 		Short: "run a finished run again: its failed steps (--mode failed) or from a step (--from STEP)",
 		Long: "Run a finished run again. --mode failed (the default) retries its dead steps and keeps every success;\n" +
-			"--from STEP (--mode from_step) reruns that step and everything downstream of it. On a compensated run\n" +
-			"the compensated steps run again too. The run resumes on the workers.\n\n" + redisURLHelp,
+			"--from STEP (--mode from_step) reruns that step and everything downstream of it. A compensated run's\n" +
+			"completed steps were undone, so only --from resumes it (its compensated steps run again too); --mode\n" +
+			"failed is refused. The run resumes on the workers.\n\n" + redisURLHelp,
 		Args: exactArgs("RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from != "" && mode == "" {
@@ -333,15 +334,17 @@ func newDLQCmd(sec *secrets) *cobra.Command {
 	}
 	listCmd.Flags().AddFlagSet(dlq.Flags())
 	dlq.AddCommand(listCmd)
-	for _, sub := range []struct{ name, short string }{
-		{"retry", "requeue a dead step; the run resumes on the workers"},
-		{"discard", "give up a dead step; the run fails and compensates"},
+	for _, sub := range []struct{ name, short, long string }{
+		{"retry", "requeue a dead step; the run resumes on the workers",
+			"A dead step of a compensated run is refused: its completed steps were undone; rerun\n" +
+				"the run from a step instead (dagflow runs retry RUN_ID --from STEP).\n"},
+		{"discard", "give up a dead step; the run fails and compensates", ""},
 	} {
 		var sb backendFlags
 		dlq.AddCommand(withBackends(&cobra.Command{
 			Use:   sub.name + " RUN_ID STEP",
 			Short: sub.short,
-			Long:  sub.short + ".\n\n" + redisURLHelp,
+			Long:  sub.short + ".\n" + sub.long + "\n" + redisURLHelp,
 			Args:  exactArgs("RUN_ID", "STEP"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return retryOrDiscard(cmd.Context(), &sb, cmd.Name(), args[0], args[1], cmd.OutOrStdout())
@@ -379,7 +382,7 @@ func retryOrDiscard(ctx context.Context, b *backendFlags, what, arg, step string
 		return err
 	}
 	if what == "retry" {
-		if err := e.RetryDead(ctx, run, step); err != nil {
+		if err := e.RetryDead(ctx, run, step, engine.Actor("cli")); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "run %s step %s requeued; the run resumes on the workers\n", cell(run), cell(step))

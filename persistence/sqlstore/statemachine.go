@@ -274,14 +274,17 @@ const (
 // or the one named step), ActionRerun (from step) or ActionSkip (of
 // step). The rules (docs/operations.md has them as a table):
 //
-//   - Only a finished run, failed, compensated or (for a rerun) succeeded,
-//     can be acted on: a run in flight or compensating is the engine's,
-//     and a cancelled run was stopped on purpose.
+//   - Which actions a run's status allows is persistence.RunStatus's
+//     ActionRefusal: a failed run takes each; a compensated run only a
+//     rerun (its completed work was undone); a succeeded run only a
+//     rerun; a run in flight or compensating is the engine's, and a
+//     cancelled run was stopped on purpose.
 //   - A run with a compensation that failed (or still runs) is refused:
 //     what its undo did is unknown, so neither redoing nor keeping its
 //     work is safe.
-//   - Undone work is never reused: on a compensated run every
-//     compensated step runs again, under a new idempotency key.
+//   - Undone work is never reused: on a compensated run rerun from a
+//     step, every compensated step runs again, under a new idempotency
+//     key.
 //   - Whatever runs again takes everything downstream of it that had
 //     completed along (it consumed the old output): a rerun.
 //   - Dead steps are retried, cancelled and skipped ones released, so
@@ -297,19 +300,8 @@ func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunAc
 	if step != "" && byName[step] == nil {
 		return nil, fmt.Errorf("%w: run %s step %q", persistence.ErrStepNotFound, runID, step)
 	}
-	switch persistence.RunStatus(runStatus) {
-	case persistence.RunFailed, persistence.RunCompensated:
-	case persistence.RunSucceeded:
-		switch action {
-		case persistence.ActionSkip:
-			return nil, refuse("run succeeded: no step is dead")
-		case persistence.ActionRetry:
-			return nil, refuse("run succeeded: nothing failed (a rerun from a step runs it again)")
-		}
-	case persistence.RunCancelled:
-		return nil, refuse("run was cancelled: trigger a new run")
-	default:
-		return nil, refuse("run is %s: only a finished run can be retried", runStatus)
+	if why := persistence.RunStatus(runStatus).ActionRefusal(action); why != "" {
+		return nil, refuse("%s", why)
 	}
 	for _, r := range rows {
 		switch persistence.StepStatus(r.Status) {
@@ -337,7 +329,7 @@ func retryPlan(runID, runStatus string, rows []stepRow, action persistence.RunAc
 			return nil, refuse("step is %s, not dead", byName[step].Status)
 		}
 		if !slices.ContainsFunc(rows, func(r stepRow) bool { return plan[r.Step] == retryStep || plan[r.Step] == rerunStep }) {
-			return nil, refuse("run has no dead step and nothing undone")
+			return nil, refuse("run has no dead step")
 		}
 	case persistence.ActionSkip:
 		if byName[step].Status != string(persistence.StepDead) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,9 +134,32 @@ func (s *suite) testRunRetryCompensated(t *testing.T, st persistence.Store) {
 	c := ctx(t)
 	id := deadRun(t, st, persistence.RunCompensating)
 	compensate(t, st, id, "c", "a")
-	// The retry redoes the undone a and c under new keys: nothing of
-	// theirs is reused.
-	res, err := st.RunRetry(c, persistence.RunRetryParams{RunID: id, Mode: persistence.RetryFailed, Actor: "cli", Now: at(2 * time.Minute)})
+	undone := map[string]persistence.StepStatus{"a": persistence.StepCompensated, "b": persistence.StepDead,
+		"c": persistence.StepCompensated, "d": persistence.StepCancelled}
+	wantStatuses(t, st, id, undone)
+	// A retry of the failed steps, of the dead one, or a skip would go on
+	// from undone work: refused, saying to rerun from a step, and nothing
+	// changes.
+	refusals := map[string]error{}
+	_, refusals["retry of a compensated run"] = st.RunRetry(c, persistence.RunRetryParams{RunID: id, Mode: persistence.RetryFailed, Actor: "cli", Now: at(2 * time.Minute)})
+	_, refusals["retry of a dead step of a compensated run"] = st.RunRetry(c, persistence.RunRetryParams{RunID: id, Mode: persistence.RetryFailed, Step: "b", Actor: "cli", Now: at(2 * time.Minute)})
+	_, refusals["skip in a compensated run"] = st.StepSkip(c, persistence.StepSkipParams{RunID: id, Step: "b", Output: []byte(`{"manual":true}`), Actor: "bob", Now: at(2 * time.Minute)})
+	for what, err := range refusals {
+		wantRefused(t, what, err)
+		if err != nil && !strings.Contains(err.Error(), "rerun") {
+			t.Errorf("%s: %q does not say to rerun from a step", what, err)
+		}
+	}
+	wantStatuses(t, st, id, undone)
+	if run := getRun(t, st, id); run.Status != persistence.RunCompensated {
+		t.Errorf("run after the refusals = %s, want compensated", run.Status)
+	}
+	if acts, _ := st.RunActionList(c, id); len(acts) != 0 {
+		t.Errorf("refused actions recorded: %+v", acts)
+	}
+	// A rerun from a step resumes it and redoes the undone a and c under
+	// new keys: nothing of theirs is reused.
+	res, err := st.RunRetry(c, persistence.RunRetryParams{RunID: id, Mode: persistence.RetryFromStep, Step: "b", Actor: "cli", Now: at(2 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,20 +189,7 @@ func (s *suite) testRunRetryCompensated(t *testing.T, st persistence.Store) {
 		}
 	}
 	if kept != 4 { // a and c forward, a and c undone
-		t.Errorf("history after the retry has %d successes, want 4: %+v", kept, atts)
-	}
-	// A rerun and a skip of a compensated run: allowed by the same rules.
-	id2 := deadRun(t, st, persistence.RunCompensating)
-	compensate(t, st, id2, "c", "a")
-	res, err = st.StepSkip(c, persistence.StepSkipParams{RunID: id2, Step: "b", Output: []byte(`{"manual":true}`), Actor: "bob", Now: at(2 * time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"a", "c"}, names(res.Queued)); diff != "" {
-		t.Errorf("skip on a compensated run queued (-want +got):\n%s", diff)
-	}
-	if b := getStep(t, st, id2, "b"); b.Status != persistence.StepSucceeded || string(b.Output) != `{"manual":true}` {
-		t.Errorf("skipped b = %+v", b)
+		t.Errorf("history after the rerun has %d successes, want 4: %+v", kept, atts)
 	}
 	// A compensation that failed: refused, whatever the action.
 	id3 := deadRun(t, st, persistence.RunCompensating)
