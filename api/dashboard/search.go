@@ -20,7 +20,7 @@ func (d *Dashboard) runsByID(ctx context.Context, q string) (runs []persistence.
 	if _, err := uuid.Parse(q); err != nil && !idPrefix(q) {
 		return nil, false, nil
 	}
-	ids := []string{q}
+	var ids []string
 	id, err := d.e.ResolveRunID(ctx, q)
 	var amb *engine.AmbiguousIDError
 	switch {
