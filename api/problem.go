@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/cron"
@@ -157,13 +158,7 @@ func writeProblem(w http.ResponseWriter, ae *apiError) {
 
 // matchList lists the runs an ambiguous prefix matches, for a detail.
 func matchList(amb *engine.AmbiguousIDError) string {
-	list := ""
-	for i, id := range amb.Matches {
-		if i > 0 {
-			list += ", "
-		}
-		list += id
-	}
+	list := strings.Join(amb.Matches, ", ")
 	if amb.More {
 		list += " and more"
 	}
