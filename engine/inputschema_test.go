@@ -71,3 +71,43 @@ func TestTriggerChecksTheInputSchema(t *testing.T) {
 		})
 	}
 }
+
+// A schedule whose input the workflow's schema refuses is refused when
+// it is created or edited, naming the schedule and the problem, instead
+// of failing at every tick; the stored schedule is left as it was.
+func TestScheduleChecksTheInputSchema(t *testing.T) {
+	for _, b := range sharedBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			st, rdb, prefix := b.open(t)
+			ok := steps.HandlerFunc(func(context.Context, steps.Context) (json.RawMessage, error) { return nil, nil })
+			w, err := dag.New("order",
+				dag.InputSchema(`{"type": "object", "required": ["total"], "properties": {"total": {"type": "number"}}}`)).
+				Step("points", ok).Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := isoNode{store: st, redis: rdb, prefix: prefix, id: "worker", workflows: []*dag.Workflow{w}}.start(t)
+			ctx := context.Background()
+			bad := json.RawMessage(`{"total": "lots"}`)
+			_, err = e.CreateSchedule(ctx, engine.ScheduleDefinition{Name: "nightly", Spec: "0 2 * * *", Workflow: "order", Input: bad})
+			want := `engine: schedule "nightly": workflow "order": invalid input: at "/total": got string, want number`
+			if !errors.Is(err, engine.ErrInvalidSchedule) || !errors.Is(err, engine.ErrInvalidInput) || err == nil || err.Error() != want {
+				t.Fatalf("CreateSchedule(bad input) = %v; want %q wrapping ErrInvalidSchedule and ErrInvalidInput", err, want)
+			}
+			if _, err := st.ScheduleGet(ctx, "nightly"); !errors.Is(err, persistence.ErrScheduleNotFound) {
+				t.Fatalf("a refused schedule was stored: %v", err)
+			}
+			good := json.RawMessage(`{"total": 5}`)
+			if _, err := e.CreateSchedule(ctx, engine.ScheduleDefinition{Name: "nightly", Spec: "0 2 * * *", Workflow: "order", Input: good}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.EditSchedule(ctx, "nightly", engine.ScheduleChange{Input: &bad}); !errors.Is(err, engine.ErrInvalidInput) {
+				t.Fatalf("EditSchedule(bad input) = %v; want ErrInvalidInput", err)
+			}
+			info, err := e.GetSchedule(ctx, "nightly")
+			if err != nil || string(info.Input) != string(good) {
+				t.Fatalf("after a refused edit the schedule's input is %s (%v); want %s kept", info.Input, err, good)
+			}
+		})
+	}
+}

@@ -190,11 +190,17 @@ func (e *Engine) checkSchedule(ctx context.Context, sc persistence.Schedule) err
 	if err := validSchedule(sc); err != nil {
 		return &ScheduleError{Schedule: sc.Name, Err: err}
 	}
-	if _, _, err := e.triggerPlan(ctx, sc.Workflow); err != nil {
+	w, _, err := e.triggerPlan(ctx, sc.Workflow)
+	if err != nil {
 		if errors.Is(err, ErrUnknownWorkflow) {
 			return &ScheduleError{Schedule: sc.Name, Err: err}
 		}
 		return err
+	}
+	// The input as every tick will give it, checked once here rather
+	// than refused at each tick.
+	if err := w.CheckInput(sc.Input); err != nil {
+		return &ScheduleError{Schedule: sc.Name, Err: &inputError{workflow: sc.Workflow, err: err}}
 	}
 	return nil
 }

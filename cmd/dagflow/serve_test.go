@@ -585,7 +585,7 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 
 	// create, edit and delete at run time; bad values store nothing.
-	if code, out, errb := cli("schedules", "create", "tenant-1", "--spec", "*/5 * * * *", "--workflow", "order", "--input", `{"t":1}`); code != 0 || !strings.Contains(out, "created") {
+	if code, out, errb := cli("schedules", "create", "tenant-1", "--spec", "*/5 * * * *", "--workflow", "order", "--input", `{"t":1,"total":150}`); code != 0 || !strings.Contains(out, "created") {
 		t.Fatalf("schedules create: exit %d, %q %q", code, out, errb)
 	}
 	if code, _, errb := cli("schedules", "create", "tenant-2", "--spec", "*/5 * * * *", "--workflow", "order", "--time-zone", "Mars/Olympus"); code != 1 || !strings.Contains(errb, "Mars/Olympus") {
@@ -600,7 +600,7 @@ func TestSchedulesCommands(t *testing.T) {
 	if code, out, errb := cli("schedules", "edit", "tenant-1", "--spec", "@hourly"); code != 0 || !strings.Contains(out, "edited") {
 		t.Fatalf("schedules edit: exit %d, %q %q", code, out, errb)
 	}
-	if sc, err := env.store.ScheduleGet(ctx, "tenant-1"); err != nil || sc.Spec != "@hourly" || string(sc.Input) != `{"t":1}` || sc.Owner != persistence.OwnerOperator {
+	if sc, err := env.store.ScheduleGet(ctx, "tenant-1"); err != nil || sc.Spec != "@hourly" || string(sc.Input) != `{"t":1,"total":150}` || sc.Owner != persistence.OwnerOperator {
 		t.Errorf("after edit: %+v, %v", sc, err)
 	}
 	if code, out, errb := cli("schedules", "delete", "tenant-1"); code != 0 || !strings.Contains(out, "deleted") {
