@@ -93,8 +93,12 @@ test: test-rules ## the alert rules, then all tests with -race against the loopb
 #     the tests, its commits alone made a retry start 240 ms late at the
 #     median and 715 ms at worst. They measure the engine, and run on
 #     MariaDB in `make test`.
+#   TestPurgeKeepsToItsShare times the pause between retention batches
+#     to tens of milliseconds; one TiDB commit stalled 120 ms under the
+#     shared load and failed it. It runs on MariaDB and SQLite in
+#     `make test`.
 TIDB_PKGS ?= ./persistence/mysql/... ./engine/...
-TIDB_SKIP ?= ^(TestRunListPagesAreSeeks|TestDefinitionListReadsCurrentVersions|TestRetriesStartOnTime|TestDelayedRunsStartOnTime)$$
+TIDB_SKIP ?= ^(TestRunListPagesAreSeeks|TestDefinitionListReadsCurrentVersions|TestRetriesStartOnTime|TestDelayedRunsStartOnTime|TestPurgeKeepsToItsShare)$$
 
 .PHONY: test-tidb
 test-tidb: ## build (once) and start a standalone TiDB, then run the MySQL store's and the engine's tests on it
