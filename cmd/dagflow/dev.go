@@ -384,7 +384,7 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 
 	ctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
-	seen := map[string]string{}
+	watch := newDevWatch(stdout)
 	finished := map[string]bool{}
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
@@ -397,19 +397,7 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 			if err != nil {
 				return err
 			}
-			for _, s := range info.Steps {
-				key := id + "/" + s.Step
-				state := fmt.Sprintf("%s#%d#%d", s.Status, s.Attempt, s.CompAttempt)
-				if seen[key] == state {
-					continue
-				}
-				seen[key] = state
-				extra := ""
-				if s.Status == persistence.StepRetrying || s.Status == persistence.StepDead || s.Status == persistence.StepCompensationFailed {
-					extra = "  " + cell(s.Error)
-				}
-				fmt.Fprintf(stdout, "  %s  %-8s %-20s attempt %d%s\n", short(id), s.Step, s.Status, s.Attempt, extra)
-			}
+			watch.show(info)
 			if info.Run.Status.Terminal() {
 				finished[id] = true
 				fmt.Fprintf(stdout, "run %s finished: %s\n", short(id), info.Run.Status)
