@@ -43,13 +43,15 @@ func (e *Engine) setQueuePaused(ctx context.Context, name string, paused bool) e
 	if _, err := e.store.QueueSetPaused(ctx, persistence.QueueSetPausedParams{Queue: name, Paused: paused, Now: e.clock.Now()}); err != nil {
 		return fmt.Errorf("engine: %s queue %q: %w", verb, name, err)
 	}
-	e.notePaused(name, paused)
 	var err error
 	if paused {
 		err = e.q.Pause(ctx, name)
 	} else {
 		err = e.q.Resume(ctx, name)
 	}
+	// After Redis: a watch pass that read Redis before this write fails
+	// its swap (watchPausedQueues), and one that starts later reads it.
+	e.notePaused(name, paused)
 	if err != nil {
 		// Recorded in the store: the next reconcile pass mirrors it.
 		return fmt.Errorf("engine: %s queue %q: recorded, but not yet in Redis: %w", verb, name, err)
@@ -189,8 +191,12 @@ func (e *Engine) pauseWatchLoop() {
 
 // watchPausedQueues reads which of this node's queues Redis holds paused.
 // On a failure the last answer stands (the dequeue script enforces the
-// pause anyway; only claims that bypass the queue read this).
+// pause anyway; only claims that bypass the queue read this). Its answer
+// replaces the one it started from only: a PauseQueue or ResumeQueue of
+// this node that lands while it reads Redis (notePaused) is newer than
+// what it read, and stands until the next pass.
 func (e *Engine) watchPausedQueues(ctx context.Context) {
+	start := e.pausedQueues.Load()
 	paused := map[string]bool{}
 	for _, name := range e.queueNames() {
 		p, err := e.q.Paused(ctx, name)
@@ -202,24 +208,29 @@ func (e *Engine) watchPausedQueues(ctx context.Context) {
 			paused[name] = true
 		}
 	}
-	e.pausedQueues.Store(&paused)
+	e.pausedQueues.CompareAndSwap(start, &paused)
 }
 
-// notePaused records this node's own PauseQueue or ResumeQueue at once.
+// notePaused records this node's own PauseQueue or ResumeQueue at once,
+// as a new map, so a watch pass that started before it fails its swap.
 func (e *Engine) notePaused(name string, paused bool) {
-	old := e.pausedQueues.Load()
-	m := map[string]bool{}
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
+	for {
+		old := e.pausedQueues.Load()
+		m := map[string]bool{}
+		if old != nil {
+			for k, v := range *old {
+				m[k] = v
+			}
+		}
+		if paused {
+			m[name] = true
+		} else {
+			delete(m, name)
+		}
+		if e.pausedQueues.CompareAndSwap(old, &m) {
+			return
 		}
 	}
-	if paused {
-		m[name] = true
-	} else {
-		delete(m, name)
-	}
-	e.pausedQueues.Store(&m)
 }
 
 // claimQueues are the queues whose steps this node may claim without
