@@ -23,48 +23,25 @@ import (
 	"github.com/dagflow/dagflow/persistence"
 )
 
-// Scope is what an API key may do. Each scope includes the ones before it:
-// read < operate < admin.
-type Scope string
+// Scope is what an API key may do (client.Scope): read < operate <
+// admin.
+type Scope = client.Scope
 
 // The scopes of API keys.
 const (
 	// ScopeRead may read: workflows, runs, dead letters, schedules, queues.
-	ScopeRead Scope = "read"
+	ScopeRead = client.ScopeRead
 	// ScopeOperate may also trigger, cancel and retry runs, and retry or
 	// discard dead letters.
-	ScopeOperate Scope = "operate"
+	ScopeOperate = client.ScopeOperate
 	// ScopeAdmin may also pause, resume and trigger schedules, and
 	// create, list and revoke API keys.
-	ScopeAdmin Scope = "admin"
+	ScopeAdmin = client.ScopeAdmin
 )
 
-// rank orders the scopes; 0 is not a scope.
-func (s Scope) rank() int {
-	switch s {
-	case ScopeRead:
-		return 1
-	case ScopeOperate:
-		return 2
-	case ScopeAdmin:
-		return 3
-	}
-	return 0
-}
-
-// Valid reports whether s is one of the scopes.
-func (s Scope) Valid() bool { return s.rank() > 0 }
-
-// allows reports whether a key of scope s may call a route that needs need.
-func (s Scope) allows(need Scope) bool { return s.rank() >= need.rank() }
-
-// KeyStore keeps API keys; persistence.Store implements it.
-type KeyStore interface {
-	APIKeyCreate(ctx context.Context, k persistence.APIKey) (persistence.APIKey, error)
-	APIKeyByHash(ctx context.Context, hash []byte) (persistence.APIKey, error)
-	APIKeyList(ctx context.Context) ([]persistence.APIKey, error)
-	APIKeyRevoke(ctx context.Context, p persistence.APIKeyRevokeParams) (persistence.APIKey, error)
-}
+// KeyStore keeps API keys; persistence.Store implements it, and
+// Engine.APIKeys returns the engine's.
+type KeyStore = persistence.APIKeys
 
 // secretPrefix starts every API key, so that a leaked key is easy to
 // recognise (and to scan for).

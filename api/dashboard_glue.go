@@ -39,7 +39,7 @@ func (s *server) dashboardKey(ctx context.Context, secret string) (dashboard.Pri
 		}
 		return dashboard.Principal{}, errors.New(ae.detail)
 	}
-	return dashboard.Principal{KeyID: p.keyID, Name: p.name, Scope: dashboard.Scope(p.scope)}, nil
+	return dashboard.Principal{KeyID: p.keyID, Name: p.name, Scope: p.scope}, nil
 }
 
 // dashboardAnonymous: pages need no login where /v1 needs no key, with
@@ -69,17 +69,11 @@ func (s *server) queueList(ctx context.Context) ([]client.Queue, error) {
 	}
 	out := make([]client.Queue, 0, len(names))
 	for _, name := range names {
-		st, err := s.e.Queue().Stats(ctx, name)
+		d, err := s.e.QueueDepth(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		qi := client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Paused: st.Paused}
-		if st.Ready > 0 {
-			if err := s.oldestReady(ctx, &qi); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, qi)
+		out = append(out, s.toQueue(d))
 	}
 	return out, nil
 }

@@ -41,10 +41,10 @@ func (s *server) deadLetterRef(r *http.Request) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := s.e.Store().RunGet(r.Context(), id); err != nil {
+	if _, err := s.e.GetRun(r.Context(), id); err != nil {
 		return "", "", withRun(err, id)
 	}
-	if _, err := s.e.Store().StepGet(r.Context(), id, step); err != nil {
+	if _, err := s.e.GetStep(r.Context(), id, step); err != nil {
 		return "", "", withRun(err, id)
 	}
 	return id, step, nil
@@ -60,7 +60,7 @@ func (s *server) retryDeadLetter(w http.ResponseWriter, r *http.Request) error {
 	if err := s.e.RetryDead(r.Context(), id, step, actor(r)); err != nil {
 		return withRun(err, id)
 	}
-	st, err := s.e.Store().StepGet(r.Context(), id, step)
+	st, err := s.e.GetStep(r.Context(), id, step)
 	if err != nil {
 		return withRun(err, id)
 	}

@@ -93,7 +93,7 @@ func (o Options) withDefaults(e *engine.Engine) Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.Keys == nil {
-		o.Keys = e.Store()
+		o.Keys = e.APIKeys()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -362,7 +362,7 @@ func (s *server) authorize(r *http.Request, need Scope) (principal, *apiError) {
 	if ae != nil {
 		return principal{}, ae
 	}
-	if !p.scope.allows(need) {
+	if !p.scope.Allows(need) {
 		return principal{}, problemf(http.StatusForbidden, CodeForbidden, "API key %q has scope %s; %s %s needs %s", p.name, p.scope, r.Method, echoPath(r), need)
 	}
 	return p, nil

@@ -31,17 +31,16 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 	checks := map[string]string{"store": "ok", "redis": "ok"}
 	status := http.StatusOK
-	check := func(name string, f func(ctx context.Context) error) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := f(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	storeErr, redisErr := s.e.Ping(ctx)
+	for name, err := range map[string]error{"store": storeErr, "redis": redisErr} {
+		if err != nil {
 			checks[name] = "failed (the server log has the cause)"
 			status = http.StatusServiceUnavailable
 			s.log.WarnContext(r.Context(), "api: not ready", "dependency", name, "err", err)
 		}
 	}
-	check("store", func(ctx context.Context) error { _, err := s.e.Store().Now(ctx); return err })
-	check("redis", s.e.Queue().Ping)
 	h := client.Health{Status: "ok", Checks: checks}
 	if status != http.StatusOK {
 		h.Status = "unavailable"

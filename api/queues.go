@@ -4,19 +4,16 @@ import (
 	"context"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
-	"github.com/dagflow/dagflow/queue"
+	"github.com/dagflow/dagflow/engine"
 )
 
 // listQueues shows the depth of every queue that a workflow's version
 // or a live node uses: GET /v1/queues. A queue's oldest ready task is the
 // one it hands out next; its age is how long its step has been ready
-// (oldestReady).
+// (toQueue).
 func (s *server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryValues(r); err != nil {
 		return err
@@ -61,59 +58,16 @@ func (s *server) queueNames(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// oldestReady sets the next ready task of the queue and how long it has
-// been ready. Redis keeps no time for a ready task, so the age comes from
-// the store: the task is "<run id>/<step>/<attempt>" (or "c<attempt>" for
-// a compensation), and its step was made ready when it was queued, or
-// when its retry came due, or when its run's delayed start came.
-func (s *server) oldestReady(ctx context.Context, qi *client.Queue) error {
-	tasks, err := s.e.Queue().List(ctx, qi.Name, queue.StateReady, 0, 1)
-	if err != nil || len(tasks) == 0 {
-		return err
-	}
-	qi.OldestReadyTask = tasks[0].ID
-	runID, step, ok := splitTaskID(tasks[0].ID)
-	if !ok {
-		return nil
-	}
-	st, err := s.e.Store().StepGet(ctx, runID, step)
-	if err != nil {
-		// Acked or deleted since it was listed: the age is unknown.
-		return nil
-	}
-	var since time.Time
-	for _, t := range []*time.Time{st.QueuedAt, st.NextAttemptAt} {
-		if t != nil && t.After(since) {
-			since = *t
+// toQueue is a queue's depth as the API shows it. The age of its next
+// ready task is how long that task's step has been ready.
+func (s *server) toQueue(d engine.QueueDepth) client.Queue {
+	q := client.Queue{Name: d.Name, Ready: d.Ready, Delayed: d.Delayed, Leased: d.Leased, Paused: d.Paused, OldestReadyTask: d.NextTask}
+	if !d.ReadySince.IsZero() {
+		if age := s.o.Now().Sub(d.ReadySince); age > 0 {
+			q.OldestReadyAgeSeconds = age.Seconds()
 		}
 	}
-	if run, err := s.e.Store().RunGet(ctx, runID); err == nil && run.StartAt.After(since) {
-		since = run.StartAt
-	}
-	if since.IsZero() {
-		since = st.UpdatedAt
-	}
-	if age := s.o.Now().Sub(since); age > 0 {
-		qi.OldestReadyAgeSeconds = age.Seconds()
-	}
-	return nil
-}
-
-// splitTaskID returns the run and step of a task id "<run id>/<step>/<n>"
-// or "<run id>/<step>/c<n>" (the engine's task ids).
-func splitTaskID(id string) (string, string, bool) {
-	last := strings.LastIndexByte(id, '/')
-	if last <= 0 {
-		return "", "", false
-	}
-	mid := strings.LastIndexByte(id[:last], '/')
-	if mid <= 0 || mid+1 == last {
-		return "", "", false
-	}
-	if _, err := strconv.Atoi(strings.TrimPrefix(id[last+1:], "c")); err != nil {
-		return "", "", false
-	}
-	return id[:mid], id[mid+1 : last], true
+	return q
 }
 
 // pauseQueue stops every node from taking the queue's tasks: POST
@@ -140,9 +94,9 @@ func (s *server) setQueuePaused(w http.ResponseWriter, r *http.Request, paused b
 	if err != nil {
 		return err
 	}
-	st, err := s.e.Queue().Stats(r.Context(), name)
+	d, err := s.e.QueueDepth(r.Context(), name)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, client.Queue{Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Paused: st.Paused})
+	return writeJSON(w, http.StatusOK, s.toQueue(d))
 }

@@ -99,6 +99,22 @@ func (e *Engine) DefinitionVersions(ctx context.Context, name string) ([]Workflo
 	return out, nil
 }
 
+// Definition returns one stored version of the named workflow: the plan
+// a run of that version follows. A version that is not stored gives an
+// error wrapping persistence.ErrDefinitionNotFound, one this binary
+// cannot read an error saying why.
+func (e *Engine) Definition(ctx context.Context, name, version string) (WorkflowDefinition, error) {
+	r, err := e.store.DefinitionGet(ctx, name, version)
+	if err != nil {
+		return WorkflowDefinition{}, fmt.Errorf("engine: workflow %q version %s: %w", name, version, err)
+	}
+	var d dag.Definition
+	if err := json.Unmarshal(r.Spec, &d); err != nil {
+		return WorkflowDefinition{}, fmt.Errorf("engine: workflow %q version %s cannot be read: %w", name, version, err)
+	}
+	return e.described(r, d), nil
+}
+
 // workflowDefinition decodes a stored version; one this binary cannot
 // read (a newer binary's form?) is left out of listings, with a warning,
 // rather than fail them.
@@ -108,11 +124,16 @@ func (e *Engine) workflowDefinition(r persistence.Definition) (WorkflowDefinitio
 		e.log.Warn("a stored workflow definition cannot be read; left out", "workflow", r.Workflow, "version", r.Version, "err", err)
 		return WorkflowDefinition{}, false
 	}
+	return e.described(r, d), true
+}
+
+// described is a stored version with its plan decoded.
+func (e *Engine) described(r persistence.Definition, d dag.Definition) WorkflowDefinition {
 	_, hash := e.registered(r.Workflow)
 	return WorkflowDefinition{
 		Name: r.Workflow, Version: r.Version, Declared: r.Declared, Definition: d,
 		CreatedAt: r.CreatedAt, RegisteredAt: r.RegisteredAt, Handlers: hash == r.Version,
-	}, true
+	}
 }
 
 // registeredPlans describes the workflows registered on this node.

@@ -165,6 +165,17 @@ func (e *Engine) Queue() *queue.Queue { return e.q }
 // Store returns the engine's store.
 func (e *Engine) Store() persistence.Store { return e.store }
 
+// APIKeys returns where the engine's store keeps API keys: what the HTTP
+// API authenticates against.
+func (e *Engine) APIKeys() persistence.APIKeys { return e.store }
+
+// ChangeFeed returns the feed of step changes of the engine's store, nil
+// when the store has none: what a live dashboard polls.
+func (e *Engine) ChangeFeed() persistence.ChangeFeed {
+	feed, _ := e.store.(persistence.ChangeFeed)
+	return feed
+}
+
 // Register makes workflows known to the engine: this node runs their
 // steps, and their definitions (plans, never code) are stored at Start,
 // or at once on a started engine (an error then registers nothing), so

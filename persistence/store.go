@@ -289,20 +289,8 @@ type Store interface {
 	// event already marked, or unknown, is not counted).
 	EventMarkDispatched(ctx context.Context, p EventMarkDispatchedParams) (int, error)
 
-	// APIKeyCreate stores a new key; a name already used by a key that is
-	// not revoked gives ErrAPIKeyExists.
-	APIKeyCreate(ctx context.Context, k APIKey) (APIKey, error)
-	// APIKeyByHash returns the key with this hash (revoked keys too: the
-	// caller checks RevokedAt), or ErrAPIKeyNotFound.
-	APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
-	// APIKeyList lists every key (revoked too), oldest first.
-	APIKeyList(ctx context.Context) ([]APIKey, error)
-	// APIKeyRevoke revokes the key named by p.ID or p.Name (exactly one
-	// set) if not revoked yet, returning it; unknown gives
-	// ErrAPIKeyNotFound. A key already revoked is returned as it is; by
-	// name, that is the last key of that name revoked, when no key of the
-	// name is valid.
-	APIKeyRevoke(ctx context.Context, p APIKeyRevokeParams) (APIKey, error)
+	// APIKeys keeps the API keys.
+	APIKeys
 
 	// StoreID returns the database's identity: a random id written once
 	// by the migrations, the same for every connection and every process.

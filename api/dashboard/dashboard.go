@@ -25,31 +25,16 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Scope is what a session may do: "read" < "operate" < "admin", the
-// scopes of the API's keys.
-type Scope string
+// Scope is what a session may do: the scope of the API key it signed in
+// with (client.Scope), read < operate < admin.
+type Scope = client.Scope
 
 // The scopes of a session.
 const (
-	ScopeRead    Scope = "read"
-	ScopeOperate Scope = "operate"
-	ScopeAdmin   Scope = "admin"
+	ScopeRead    = client.ScopeRead
+	ScopeOperate = client.ScopeOperate
+	ScopeAdmin   = client.ScopeAdmin
 )
-
-func (s Scope) rank() int {
-	switch s {
-	case ScopeRead:
-		return 1
-	case ScopeOperate:
-		return 2
-	case ScopeAdmin:
-		return 3
-	}
-	return 0
-}
-
-// Allows reports whether a session of scope s may do what needs need.
-func (s Scope) Allows(need Scope) bool { return s.rank() > 0 && s.rank() >= need.rank() }
 
 // Principal is who a key belongs to.
 type Principal struct {
@@ -78,8 +63,9 @@ type Payload struct {
 
 // Config configures a Dashboard. Engine and Authenticate are required.
 type Config struct {
-	// Engine is what the pages show and act on.
-	Engine *engine.Engine
+	// Engine is what the pages show and act on: an *engine.Engine, or
+	// anything with its operator calls (Engine).
+	Engine Engine
 	// Authenticate checks an API key's secret: the key's principal, an
 	// error wrapping ErrUnknownKey for a key that is not valid, or another
 	// error when the keys cannot be read. It is called on every request
@@ -146,7 +132,7 @@ func (c Config) withDefaults() Config {
 // Dashboard is the dashboard's http.Handler.
 type Dashboard struct {
 	cfg      Config
-	e        *engine.Engine
+	e        Engine
 	mux      *http.ServeMux
 	pages    map[string]*template.Template
 	sessions *sessions
@@ -158,7 +144,7 @@ type Dashboard struct {
 // New returns the dashboard of cfg.Engine. Its change detector runs only
 // while a page holds an event stream.
 func New(cfg Config) (*Dashboard, error) {
-	if cfg.Engine == nil {
+	if e, ok := cfg.Engine.(*engine.Engine); cfg.Engine == nil || (ok && e == nil) {
 		return nil, errors.New("dashboard: Config.Engine is nil")
 	}
 	if cfg.Authenticate == nil {
@@ -169,7 +155,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if err := d.parseTemplates(); err != nil {
 		return nil, err
 	}
-	d.live = newDetector(cfg.Engine.Store(), cfg.PollInterval, cfg.Logger)
+	d.live = newDetector(cfg.Engine.ChangeFeed(), cfg.PollInterval, cfg.Logger)
 	d.stats = newSampler(d)
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {

@@ -16,10 +16,9 @@ import (
 // fakeFeed is a change feed over changes the test writes, with the
 // store's semantics (After exclusive, oldest first, Limit, More).
 type fakeFeed struct {
-	persistence.Store // nil: only the change feed is used
-	mu                sync.Mutex
-	rows              []persistence.StepChange
-	calls             int
+	mu    sync.Mutex
+	rows  []persistence.StepChange
+	calls int
 }
 
 func (f *fakeFeed) add(run string, at time.Time) {

@@ -93,8 +93,7 @@ type subscriber struct {
 }
 
 type detector struct {
-	store persistence.Store
-	feed  persistence.ChangeFeed
+	feed  persistence.ChangeFeed // nil: a full refresh every fullRefreshEvery
 	every time.Duration
 	log   *slog.Logger
 
@@ -119,9 +118,8 @@ type detector struct {
 	closeOnce sync.Once
 }
 
-func newDetector(store persistence.Store, every time.Duration, log *slog.Logger) *detector {
-	feed, _ := store.(persistence.ChangeFeed)
-	return &detector{store: store, feed: feed, every: every, log: log, subs: map[*subscriber]struct{}{}, closed: make(chan struct{})}
+func newDetector(feed persistence.ChangeFeed, every time.Duration, log *slog.Logger) *detector {
+	return &detector{feed: feed, every: every, log: log, subs: map[*subscriber]struct{}{}, closed: make(chan struct{})}
 }
 
 // Stats returns the detector's counters.

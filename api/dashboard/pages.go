@@ -219,7 +219,7 @@ func (d *Dashboard) deadLettersPage(w http.ResponseWriter, r *http.Request, s *s
 	for i, st := range page.Steps {
 		run, ok := runs[st.RunID]
 		if !ok {
-			if r, err := d.e.Store().RunGet(ctx, st.RunID); err == nil {
+			if r, err := d.e.GetRun(ctx, st.RunID); err == nil {
 				run, runs[st.RunID] = r, r
 			}
 		}

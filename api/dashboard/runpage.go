@@ -2,13 +2,11 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sort"
 	"time"
 
-	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/persistence"
 )
@@ -199,11 +197,8 @@ func pickStep(sts []persistence.StepRun) string {
 // dependencies (all drawn as After).
 func (d *Dashboard) planOfRun(ctx context.Context, run persistence.Run, sts []persistence.StepRun) []planStep {
 	if run.Definition != "" {
-		if def, err := d.e.Store().DefinitionGet(ctx, run.Workflow, run.Definition); err == nil {
-			var dd dag.Definition
-			if json.Unmarshal(def.Spec, &dd) == nil && len(dd.Steps) == len(sts) {
-				return planOf(dd)
-			}
+		if def, err := d.e.Definition(ctx, run.Workflow, run.Definition); err == nil && len(def.Definition.Steps) == len(sts) {
+			return planOf(def.Definition)
 		}
 	}
 	if w := d.e.Workflow(run.Workflow); w != nil && len(w.Steps()) == len(sts) {

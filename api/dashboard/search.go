@@ -34,7 +34,7 @@ func (d *Dashboard) runsByID(ctx context.Context, q string) (runs []persistence.
 		ids = []string{id}
 	}
 	for _, id := range ids {
-		run, err := d.e.Store().RunGet(ctx, id)
+		run, err := d.e.GetRun(ctx, id)
 		switch {
 		case err == nil:
 			runs = append(runs, run)
