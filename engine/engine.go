@@ -342,15 +342,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.slots = newSlotPool(e.cfg.Concurrency)
 		e.metrics.started(e.slots)
 		e.watchPausedQueues(ctx)
-		e.wg.Add(1)
-		go e.pauseWatchLoop()
+		e.every(pauseWatchInterval, false, e.watchPausedQueues)
 		go e.fetchLoop()
 	} else {
 		close(e.fetchDone)
 	}
 	if e.cfg.ReconcileInterval > 0 {
-		e.wg.Add(1)
-		go e.reconcileLoop()
+		e.every(e.cfg.ReconcileInterval, false, e.reconcilePass)
 	}
 	if e.cfg.OutboxInterval > 0 {
 		e.wg.Add(1)
@@ -359,14 +357,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.wg.Add(1)
 	go e.timerLoop()
 	if e.cfg.MaxClockSkew >= 0 {
-		e.wg.Add(1)
-		go e.clockLoop()
+		e.every(clockCheckEvery, false, e.checkClock)
 	}
-	e.wg.Add(1)
-	go e.nodeLoop(started)
+	e.nodeLoop(started)
 	if e.cfg.Retention.Keep > 0 {
-		e.wg.Add(1)
-		go e.retentionLoop()
+		e.every(e.cfg.Retention.Interval, false, e.retentionPass)
 	}
 	e.startScheduler()
 	e.log.Info("engine started", "concurrency", e.cfg.Concurrency, "queues", e.queueNames())

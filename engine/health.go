@@ -91,21 +91,6 @@ func (e *Engine) clockSkewed() bool { return e.stats.clockSkewed.Load() }
 // database's (and once at Start).
 const clockCheckEvery = 10 * time.Second
 
-// clockLoop checks the clock every clockCheckEvery until Stop.
-func (e *Engine) clockLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(clockCheckEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.fetchCtx.Done():
-			return
-		case <-t.C:
-		}
-		e.checkClock(e.fetchCtx)
-	}
-}
-
 // wakeFetch wakes a fetch loop that waits for the clock to be right.
 func (e *Engine) wakeFetch() {
 	select {

@@ -159,29 +159,23 @@ func (e *Engine) publishNode(parent context.Context, info []byte) {
 // the steps of the nodes that missed their heartbeats (takeover.go), and
 // now and then forgets nodes long gone.
 func (e *Engine) nodeLoop(started time.Time) {
-	defer e.wg.Done()
-	t := time.NewTicker(e.cfg.NodeHeartbeat)
-	defer t.Stop()
 	// Forget old nodes every nodeForgetEvery, from the first heartbeat on.
 	forgetEvery := max(1, int(nodeForgetEvery/e.cfg.NodeHeartbeat))
-	for i := 0; ; i++ {
-		select {
-		case <-e.fetchCtx.Done():
-			return
-		case <-t.C:
-		}
-		if err := e.heartbeatNode(e.fetchCtx, started); err != nil && e.fetchCtx.Err() == nil {
+	i := 0
+	e.every(e.cfg.NodeHeartbeat, false, func(ctx context.Context) {
+		if err := e.heartbeatNode(ctx, started); err != nil && ctx.Err() == nil {
 			e.log.Warn("node registry: heartbeat failed", "err", err)
 		}
-		if _, err := e.releaseDeadNodes(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
+		if _, err := e.releaseDeadNodes(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("node registry: releasing the steps of dead nodes failed", "err", err)
 		}
 		if i%forgetEvery == 0 {
-			if _, err := e.store.NodeDeleteStale(e.fetchCtx, e.clock.Now().Add(-nodeForgetAfter)); err != nil && e.fetchCtx.Err() == nil {
+			if _, err := e.store.NodeDeleteStale(ctx, e.clock.Now().Add(-nodeForgetAfter)); err != nil && ctx.Err() == nil {
 				e.log.Warn("node registry: forgetting old nodes failed", "err", err)
 			}
 		}
-	}
+		i++
+	})
 }
 
 // Nodes lists the nodes alive now (a heartbeat within Config.NodeTimeout),

@@ -174,21 +174,6 @@ func (e *Engine) mirrorPausedQueues(ctx context.Context) error {
 // on another node (at once for one made on this node).
 const pauseWatchInterval = 500 * time.Millisecond
 
-// pauseWatchLoop keeps pausedQueues current until Stop.
-func (e *Engine) pauseWatchLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(pauseWatchInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.fetchCtx.Done():
-			return
-		case <-t.C:
-			e.watchPausedQueues(e.fetchCtx)
-		}
-	}
-}
-
 // watchPausedQueues reads which of this node's queues Redis holds paused.
 // On a failure the last answer stands (the dequeue script enforces the
 // pause anyway; only claims that bypass the queue read this). Its answer

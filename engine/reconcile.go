@@ -29,27 +29,17 @@ const reconcileBatch = 500
 // the database) are left to the nodes that run them.
 //
 // Every node runs one; passes on several nodes at once are safe.
-func (e *Engine) reconcileLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(e.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.fetchCtx.Done():
-			return
-		case <-t.C:
-		}
-		if err := e.bindNamespace(e.fetchCtx); err != nil && !errors.Is(err, ErrNamespaceConflict) && e.fetchCtx.Err() == nil {
-			e.log.Debug("reconcile: binding the Redis prefix failed", "err", err)
-		}
-		if e.paused() {
-			// A skewed clock would start retries and delayed runs early;
-			// another database's prefix is not this node's to refill.
-			continue
-		}
-		if _, err := e.Reconcile(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
-			e.log.Warn("reconcile pass failed", "err", err)
-		}
+func (e *Engine) reconcilePass(ctx context.Context) {
+	if err := e.bindNamespace(ctx); err != nil && !errors.Is(err, ErrNamespaceConflict) && ctx.Err() == nil {
+		e.log.Debug("reconcile: binding the Redis prefix failed", "err", err)
+	}
+	if e.paused() {
+		// A skewed clock would start retries and delayed runs early;
+		// another database's prefix is not this node's to refill.
+		return
+	}
+	if _, err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		e.log.Warn("reconcile pass failed", "err", err)
 	}
 }
 

@@ -246,26 +246,16 @@ func (e *Engine) Purge(ctx context.Context, p PurgeParams) (PurgeResult, error) 
 	}
 }
 
-// retentionLoop starts a sweep every Retention.Interval (Purge of the
-// runs that finished more than Keep ago); the node that gets the lease
-// sweeps, the others skip their turn.
-func (e *Engine) retentionLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(e.cfg.Retention.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.fetchCtx.Done():
-			return
-		case <-t.C:
-		}
-		if e.clockSkewed() {
-			// A clock that is off would delete by a wrong bound and hold
-			// leases by a wrong clock.
-			continue
-		}
-		e.sweepRetention(e.fetchCtx)
+// retentionPass is the retention loop's turn, every Retention.Interval: a
+// sweep (Purge of the runs that finished more than Keep ago); the node
+// that gets the lease sweeps, the others skip their turn.
+func (e *Engine) retentionPass(ctx context.Context) {
+	if e.clockSkewed() {
+		// A clock that is off would delete by a wrong bound and hold
+		// leases by a wrong clock.
+		return
 	}
+	e.sweepRetention(ctx)
 }
 
 // sweepRetention runs one sweep of the retention loop and logs what it did.

@@ -215,26 +215,15 @@ func (e *Engine) startScheduler() {
 	}
 	interval := e.cfg.ScheduleInterval // withDefaults made a zero the default
 	s := e.scheduler()
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			// A node whose clock is off (health.go) would fire ticks
-			// early: the others fire them.
-			if !e.clockSkewed() && !e.stats.foreignPrefix.Load() {
-				if _, err := s.Pass(e.fetchCtx); err != nil && e.fetchCtx.Err() == nil {
-					e.log.Warn("schedule pass failed", "err", err)
-				}
-			}
-			select {
-			case <-e.fetchCtx.Done():
-				return
-			case <-t.C:
+	e.every(interval, true, func(ctx context.Context) {
+		// A node whose clock is off (health.go) would fire ticks early:
+		// the others fire them.
+		if !e.clockSkewed() && !e.stats.foreignPrefix.Load() {
+			if _, err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("schedule pass failed", "err", err)
 			}
 		}
-	}()
+	})
 }
 
 // FireSchedules evaluates every schedule once now and starts the runs of
