@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,20 +10,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/dagflow/dagflow/api"
 	"github.com/dagflow/dagflow/api/client"
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
+	"github.com/dagflow/dagflow/internal/backendtest"
 	"github.com/dagflow/dagflow/internal/testenv"
-	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/steps"
 )
 
@@ -35,29 +31,14 @@ type backend struct {
 }
 
 // backends are the embedded default (SQLite + miniredis) and the real
-// services (MariaDB + Redis on loopback; CI=true fails when they are down).
+// services (MariaDB + Redis on loopback; CI=true fails when they are
+// down): backendtest's.
 func backends() []backend {
-	return []backend{
-		{name: "sqlite+miniredis", opts: func(testing.TB) enginetest.Options { return enginetest.Options{} }},
-		{name: "mysql+redis", opts: mysqlBackend},
+	var out []backend
+	for _, b := range backendtest.All() {
+		out = append(out, backend{name: b.Name, opts: b.Options})
 	}
-}
-
-// mysqlBackend returns options for a private MariaDB database and Redis
-// key prefix on the shared loopback services.
-func mysqlBackend(t testing.TB) enginetest.Options {
-	t.Helper()
-	addr := testenv.RequireRedis(t)
-	st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
-	if err != nil {
-		t.Fatalf("mysql: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-	t.Cleanup(func() { c.Close() })
-	prefix := testenv.KeyPrefix(t)
-	testenv.DeleteKeys(t, c, prefix)
-	return enginetest.Options{Store: st, Redis: c, Prefix: prefix}
+	return out
 }
 
 // eachBackend runs f as a subtest on every backend.
@@ -316,20 +297,5 @@ func problemOf(t testing.TB, err error, status int, code string) *client.Problem
 	return p
 }
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink for concurrent writers.
+type syncBuffer = testenv.SyncBuffer

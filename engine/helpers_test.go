@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/dagflow/dagflow/dag"
 	"github.com/dagflow/dagflow/engine"
 	"github.com/dagflow/dagflow/engine/enginetest"
-	"github.com/dagflow/dagflow/internal/testenv"
+	"github.com/dagflow/dagflow/internal/backendtest"
 	"github.com/dagflow/dagflow/persistence"
-	"github.com/dagflow/dagflow/persistence/mysql"
 	"github.com/dagflow/dagflow/persistence/sqlite"
 	"github.com/dagflow/dagflow/steps"
 )
@@ -29,30 +26,18 @@ type backend struct {
 }
 
 // backends are the embedded default (SQLite + miniredis) and the real
-// services (MariaDB + Redis on loopback).
+// services (MariaDB + Redis on loopback): backendtest's.
 func backends() []backend {
-	return []backend{
-		{name: "sqlite+miniredis", opts: func(t *testing.T) enginetest.Options { return enginetest.Options{} }},
-		{name: "mysql+redis", opts: mysqlBackend},
+	var out []backend
+	for _, b := range backendtest.All() {
+		out = append(out, backend{name: b.Name, opts: func(t *testing.T) enginetest.Options { return b.Options(t) }})
 	}
+	return out
 }
 
 // mysqlBackend returns options for a private MariaDB database and Redis
 // key prefix on the shared loopback services.
-func mysqlBackend(t *testing.T) enginetest.Options {
-	t.Helper()
-	addr := testenv.RequireRedis(t)
-	st, err := mysql.Open(context.Background(), mysql.Config{DSN: testenv.MySQLDatabase(t), AutoMigrate: true})
-	if err != nil {
-		t.Fatalf("mysql: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-	t.Cleanup(func() { c.Close() })
-	prefix := testenv.KeyPrefix(t)
-	testenv.DeleteKeys(t, c, prefix)
-	return enginetest.Options{Store: st, Redis: c, Prefix: prefix}
-}
+func mysqlBackend(t *testing.T) enginetest.Options { return backendtest.MySQL(t) }
 
 // eachBackend runs f as a subtest on every backend.
 func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {

@@ -309,23 +309,8 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink for concurrent writers.
+type syncBuffer = testenv.SyncBuffer
 
 // TestTracingTraceLogHandler: records logged with a span's context get
 // its trace_id and span_id; records without one, and loggers that carry

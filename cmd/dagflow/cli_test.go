@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -474,24 +473,8 @@ func TestWorkerChecksRedisCredentials(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for a writer and a reader in two
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink for concurrent writers.
+type syncBuffer = testenv.SyncBuffer
 
 // TestBinaryStopsOnSignal builds dagflow and stops a worker with SIGTERM:
 // the signal wiring of main stops it gracefully, exit status 0.
