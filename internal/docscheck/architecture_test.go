@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -75,17 +76,30 @@ func TestArchitectureDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCode(repoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := repoCode(t)
 	if bad := c.stale(string(b)); len(bad) > 0 {
 		var msg strings.Builder
 		for _, p := range bad {
 			msg.WriteString("\n" + p.String())
 		}
-		t.Errorf("%d stale references in %s (its rules: go doc -u this test):%s", len(bad), docPath, msg.String())
+		t.Errorf("%d stale references in %s (the rules: TestArchitectureDoc's comment):%s", len(bad), docPath, msg.String())
 	}
+}
+
+var (
+	codeOnce sync.Once
+	codeIdx  *code
+	codeErr  error
+)
+
+// repoCode is the repository's code, indexed once for all the tests.
+func repoCode(t *testing.T) *code {
+	t.Helper()
+	codeOnce.Do(func() { codeIdx, codeErr = newCode(repoRoot) })
+	if codeErr != nil {
+		t.Fatal(codeErr)
+	}
+	return codeIdx
 }
 
 // stale is every stale reference of doc, in the doc's order.

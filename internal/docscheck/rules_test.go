@@ -37,10 +37,7 @@ func TestStaleReferencesCaught(t *testing.T) {
 		"`nofile.go`, `doc.go`, `dag.Definition`, `dag.Gone`, `Config.ReadStore`, `Config.NoField`,",        // 24
 		"`Store.RunCreateMany`, `Store.RunGone`, `retryAt(...)`, `goneCall()`, `when`, `kind: http`.",       // 25
 	}, "\n")
-	c, err := newCode(repoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := repoCode(t)
 	var got []string
 	for _, p := range c.stale(doc) {
 		got = append(got, strings.SplitN(p.String(), ": ", 3)[0]+" "+p.ref)
