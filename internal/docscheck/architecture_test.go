@@ -44,31 +44,35 @@ func (p problem) String() string {
 // must be in exactly one of them. A bare name in prose must name exactly
 // one file of the repository. The file must exist.
 //
-// Pinned names. A span that is a Go identifier, Type.Member or either with
-// call parentheses (Stats(), retryAt(...)) is a name. The doc pins a name
-// to a file when it writes
+// Pinned names. A span that is a Go identifier (letters and digits, no
+// underscore: dagflow_nodes is a table), Type.Member, or either with call
+// parentheses (Stats(), retryAt(...)) is a name. The doc pins a name to a
+// file when it writes
 //
 //	`Name` (`file.go`...)        `Name`, `file.go`
 //	`A`, `B` and `C` in `file.go` (also `A`/`B`)
 //	(`file.go`, `A`, `B`)        `file.go`'s `Name`
 //
 // and, in the engine's components table, an unexported name of two words
-// or more (fetchLoop, not when) or a name
-// with call parentheses that is pinned to no other file is pinned to its
-// row's files. A pinned name must be declared in its file (in one of the
-// row's files): Name as a top-level func, type, var or const, or a method
-// of any type; Type.Member as Type's method, struct field or interface
-// method; in a .lua file, a function it defines.
+// or more (fetchLoop; not when, a YAML key) or a name with call
+// parentheses that the text pins to no other file is pinned to its row's
+// files. A pinned name must be declared in its file (in one of the row's
+// files): Name as a top-level func, type, var or const, or a method of any
+// type; Type.Member as Type's method, struct field or interface method; in
+// a .lua file, a function it defines. pkg.Name (pkg a package of the
+// module) pinned to a file of pkg is Name there; pinned to another
+// package's file, as in (`codec.Hasher`, `hash.go`), the file implements
+// it and pkg.Name is checked as unpinned.
 //
-// Other names. Unpinned, an exported Name in a table row must be declared
-// by one of the row's packages (as a pinned name, or as a field or
-// interface method of one of its types: Concurrency, a Config field);
-// pkg.Name (pkg a package of the module: dag,
-// queue, ...) must be declared by that package, its tests included;
-// Type.Member, where Type is an exported type of the module, must be a
-// member of such a type (or of one it embeds); Name() must be declared
-// somewhere in the module. Other spans (config fields, statuses, SQL,
-// YAML keys) are prose, not checked.
+// Other names, pinned to no file. An exported Name in a table row must be
+// declared by one of the row's packages (as above, or as a field or
+// interface method of one of its types: Concurrency, a Config field).
+// pkg.Name must be declared by pkg, its tests included. Type.Member, where
+// Type is an exported type of the module, must be a member of such a type
+// (or of a type it embeds). Name() and a name of two words or more
+// (planFor, NoWorkers) must be declared somewhere in the module, or be a
+// field. Other spans (single words, statuses, SQL, YAML keys, Type.Member
+// of a type the module does not have) are prose and not checked.
 //
 // Every stale reference is reported, with the doc's line.
 func TestArchitectureDoc(t *testing.T) {
@@ -151,8 +155,20 @@ func (c *code) check(u unit) []problem {
 // (fetchLoop), which a single lowercase word (when, child) in a table's
 // prose is not.
 func camel(name string) bool {
+	return unicode.IsLower([]rune(name)[0]) && twoWords(name)
+}
+
+// twoWords says whether name is a Go name of two words or more: a
+// lowercase letter followed by an uppercase one (planFor, NoWorkers; not
+// Heartbeat or COMMIT).
+func twoWords(name string) bool {
 	r := []rune(name)
-	return unicode.IsLower(r[0]) && strings.IndexFunc(name, unicode.IsUpper) > 0
+	for i := 1; i < len(r); i++ {
+		if unicode.IsLower(r[i-1]) && unicode.IsUpper(r[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // foreign says whether name is pkg.Name, pkg a package of the module
@@ -252,10 +268,10 @@ func (c *code) checkUnpinned(s span, name string, pkgs, row []string) string {
 			}
 		}
 		return fmt.Sprintf("no type %s of the module (%s) has %s", first, strings.Join(c.types[first], ", "), member)
-	case call && !qualified:
+	case !qualified && (call || twoWords(name)):
 		for _, dirs := range c.pkgs {
 			for _, dir := range dirs {
-				if c.inPackage(dir, name) {
+				if c.inPackage(dir, name) || c.anyMember(dir, name) {
 					return ""
 				}
 			}
