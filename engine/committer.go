@@ -109,7 +109,7 @@ func isItemError(err error) bool {
 // transactions, which cost less CPU per step: on a busy machine CPU is
 // what the transactions queue for, so the dispatch latency drops. Under
 // heavy load the backlog keeps all of them busy, for throughput. A
-// completion that holds a queue's concurrency slot (limits.go) does not
+// completion that holds a queue's concurrency slot (queuelimits.go) does not
 // wait for the transaction in flight: its slot is given back only after
 // its commit, and other nodes' steps wait for it.
 func (e *Engine) commitLoop() {

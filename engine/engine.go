@@ -21,7 +21,7 @@ import (
 // Engine runs workflows. Create it with New, Register workflows, then
 // Start it; Stop it to finish.
 type Engine struct {
-	timer *parkTimer // the one timer of parked steps (waits.go)
+	timer *parkTimer // the one timer of parked steps (park.go)
 	cfg   Config
 	store persistence.Store
 	// replica routes the API's reads to Config.ReadStore; nil without
@@ -89,7 +89,7 @@ type Engine struct {
 	unhandled unhandledLog
 	kinds     atomic.Pointer[[]string] // routingKinds' cache; nil after Register
 
-	// Schedules (schedule.go): declarations made before Start, and the
+	// Schedules (scheduler.go): declarations made before Start, and the
 	// cron scheduler, made on first use.
 	schedMu    sync.Mutex
 	schedDecls []persistence.Schedule
@@ -281,7 +281,7 @@ func (e *Engine) Workflows() []string {
 //     (step.go), whose outcome goes to the committers (outcome.go);
 //   - the reconciler (reconcile.go) refills Redis from the store;
 //   - the clock check (health.go) stops claims on a skewed node;
-//   - the scheduler (schedule.go) fires schedules through Trigger;
+//   - the scheduler (scheduler.go) fires schedules through Trigger;
 //   - the node loop (nodes.go) keeps this node in the node registry.
 //
 // Before them, Start binds the Redis prefix to the store (isolation.go)

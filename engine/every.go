@@ -10,7 +10,7 @@ import (
 // atStart), never two at a time. The loops a node runs this way: the
 // clock check (health.go), the paused-queue watch (pause.go), the
 // reconciler (reconcile.go), the node registry (nodes.go), retention
-// (retention.go) and the scheduler (schedule.go).
+// (retention.go) and the scheduler (scheduler.go).
 func (e *Engine) every(interval time.Duration, atStart bool, pass func(ctx context.Context)) {
 	ctx := e.fetchCtx
 	e.wg.Add(1)

@@ -54,6 +54,33 @@ func actionOpts(opts []ActionOption) actionOptions {
 	return o
 }
 
+// Cancel cancels an unfinished run: its pending steps are cancelled, and
+// steps running now are told to stop (their context ends at their next
+// heartbeat). A finished run gives an error wrapping
+// persistence.ErrRunFinished.
+func (e *Engine) Cancel(ctx context.Context, runID string) error {
+	tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+		RunID:              runID,
+		From:               []persistence.RunStatus{persistence.RunPending, persistence.RunRunning, persistence.RunCompensating},
+		To:                 persistence.RunCancelled,
+		Error:              "cancelled",
+		Now:                e.clock.Now(),
+		CancelPendingSteps: true,
+	})
+	if err != nil {
+		return fmt.Errorf("engine: cancel run %s: %w", runID, err)
+	}
+	e.metrics.runFinished(tr.Run, persistence.RunCancelled, e.clock.Now())
+	e.cancelLocal(runID)
+	e.runEnded(ctx, tr.Run)
+	// The run's unfinished children (and theirs) are cancelled too; a
+	// failure here leaves them running, and is returned.
+	if err := e.cancelChildren(ctx, runID); err != nil {
+		return fmt.Errorf("engine: cancel run %s: its child runs: %w", runID, err)
+	}
+	return nil
+}
+
 // RetryDead retries a dead step after its cause was fixed, resuming the run
 // from that step and keeping the outputs of the steps that completed.
 //
