@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,10 +59,14 @@ func TestMetricsRunsStartedCountsCreationsHere(t *testing.T) {
 	for _, id := range []string{first, pub.Runs[0].RunID, other} {
 		env.AssertRun(t, env.Wait(t, id), persistence.RunSucceeded)
 	}
+	// A run's end is counted just after its commit, which Wait sees:
+	// wait for the count, then check both.
+	finished := "dagflow_runs_finished_total{status=succeeded,workflow=bill}"
+	waitFor(t, 10*time.Second, "three finished runs counted", func() bool { return scrape(t, reg)[finished] >= 3 })
 	got := scrape(t, reg)
 	for k, want := range map[string]float64{
-		"dagflow_runs_started_total{workflow=bill}":                   2,
-		"dagflow_runs_finished_total{status=succeeded,workflow=bill}": 3,
+		"dagflow_runs_started_total{workflow=bill}": 2,
+		finished: 3,
 	} {
 		if got[k] != want {
 			t.Errorf("this node's %s = %v, want %v", k, got[k], want)
