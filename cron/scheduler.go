@@ -77,7 +77,9 @@ type Clock interface {
 
 // Config configures a Scheduler. Store, Starter and Clock are required.
 type Config struct {
-	Store   persistence.Store
+	// Store is the part of the store the scheduler reads and writes; a
+	// persistence.Store is one.
+	Store   persistence.Scheduling
 	Starter Starter
 	Clock   Clock
 	// Logger default slog.Default().
