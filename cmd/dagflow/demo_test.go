@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func TestWorkerRegistersOnlyWhatItIsGiven(t *testing.T) {
 	}
 }
 
-// workerNodeInfo runs `dagflow worker` with args until its node is in
-// the registry, stops it, and returns what the node said of itself.
+// workerNodeInfo runs `dagflow worker` with args until it says it runs
+// and its node is in the registry, stops it, and returns what the node said of itself.
 func workerNodeInfo(t *testing.T, ctx context.Context, env *serveEnv, args ...string) engine.NodeInfo {
 	t.Helper()
 	before := map[string]bool{}
@@ -65,6 +66,9 @@ func workerNodeInfo(t *testing.T, ctx context.Context, env *serveEnv, args ...st
 		case <-done:
 			t.Fatalf("worker %v exited early:\n%s\n%s", args, &out, &errb)
 		default:
+		}
+		if !strings.Contains(out.String(), " running ") {
+			return false
 		}
 		nodes, err := env.store.NodeList(ctx, persistence.NodeListParams{})
 		if err != nil {
