@@ -209,12 +209,9 @@ type Store interface {
 	// An unknown run has no attempts.
 	AttemptList(ctx context.Context, runID string) ([]Attempt, error)
 
-	// ScheduleUpsert creates or updates a code-owned schedule by name,
-	// keeping its LastTick, Paused flag and history; it clears Disabled.
-	// A schedule an operator owns (created, edited or deleted at run time)
-	// is left as it is and returned (Owner OwnerOperator, Deleted when the
-	// operator deleted it): the operator's version wins.
-	ScheduleUpsert(ctx context.Context, s Schedule) (Schedule, error)
+	// Scheduling is what a scheduler node uses to fire the schedules.
+	Scheduling
+
 	// ScheduleCreate creates an operator-owned schedule (a deleted one of
 	// the same name is replaced, with a fresh LastTick and history kept).
 	// A live schedule of that name gives ErrScheduleExists.
@@ -227,24 +224,6 @@ type Store interface {
 	// operator-owned tombstone that ScheduleListChanged lists, its history
 	// is kept), or gives ErrScheduleNotFound.
 	ScheduleDelete(ctx context.Context, p ScheduleDeleteParams) error
-	// ScheduleListChanged lists the schedules, deleted ones included,
-	// whose ChangedAt is after (p.After, p.AfterName), in that order, at
-	// most p.Limit: one range of an index, for nodes that keep the
-	// schedules in memory.
-	ScheduleListChanged(ctx context.Context, p ScheduleListChangedParams) ([]Schedule, error)
-	// ScheduleGet returns one schedule, or ErrScheduleNotFound.
-	ScheduleGet(ctx context.Context, name string) (Schedule, error)
-	// ScheduleList lists all schedules by name.
-	ScheduleList(ctx context.Context) ([]Schedule, error)
-	// ScheduleUpdate sets the Paused and/or Disabled flags of a schedule.
-	ScheduleUpdate(ctx context.Context, p ScheduleUpdateParams) (Schedule, error)
-	// ScheduleAdvance moves a schedule's LastTick from p.From (nil: never
-	// fired) to p.To. It returns false, and changes nothing, when another
-	// node advanced it first.
-	ScheduleAdvance(ctx context.Context, p ScheduleAdvanceParams) (bool, error)
-	// ScheduleTickRecord appends to a schedule's history; a repeat of the
-	// same (schedule, tick) is ignored.
-	ScheduleTickRecord(ctx context.Context, t ScheduleTick) error
 	// ScheduleTickList lists a schedule's history, newest first.
 	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
 

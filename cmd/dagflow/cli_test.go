@@ -268,7 +268,7 @@ func runOrderOnWorker(t *testing.T, rdb redis.UniversalClient, redisArgs ...stri
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan string)
 	go func() {
-		code, out, errb := runCLI(t, wctx, append([]string{"worker", "--mysql-dsn", dsn, "--prefix", prefix}, redisArgs...)...)
+		code, out, errb := runCLI(t, wctx, append([]string{"worker", "--demo", "--mysql-dsn", dsn, "--prefix", prefix}, redisArgs...)...)
 		done <- fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
 	}()
 	var last persistence.Run
@@ -348,7 +348,7 @@ func TestWorkerRejectsBadQueues(t *testing.T) {
 		{"default,,mail", "empty"},
 		{"mial", `"mial"`},
 	} {
-		code, out, errb := runCLI(t, context.Background(), "worker", "--queues", tc.queues, "--mysql-dsn", refusingDSN)
+		code, out, errb := runCLI(t, context.Background(), "worker", "--demo", "--queues", tc.queues, "--mysql-dsn", refusingDSN)
 		if code == 0 || !strings.Contains(errb, tc.want) || !strings.Contains(errb, "--queues") {
 			t.Errorf("worker --queues %q exited %d with %q %q; want an error about --queues naming %s", tc.queues, code, out, errb, tc.want)
 		}
@@ -457,7 +457,7 @@ func TestWorkerChecksRedisCredentials(t *testing.T) {
 	var wout, werr syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(wctx, []string{"worker", "--mysql-dsn", dsn, "--redis-url-file", file, "--queues", "default"}, &wout, &werr)
+		done <- run(wctx, []string{"worker", "--demo", "--mysql-dsn", dsn, "--redis-url-file", file, "--queues", "default"}, &wout, &werr)
 	}()
 	testenv.Eventually(t, 30*time.Second, func() bool { return strings.Contains(wout.String(), "running") },
 		"the worker with the right password did not start: %s", &werr)
@@ -644,7 +644,7 @@ func TestCodecKeyringFile(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan int)
 	go func() {
-		code, _, _ := runCLI(t, wctx, append([]string{"worker", "--codec-keyring-file", keyring}, base...)...)
+		code, _, _ := runCLI(t, wctx, append([]string{"worker", "--demo", "--codec-keyring-file", keyring}, base...)...)
 		done <- code
 	}()
 	testenv.Eventually(t, 30*time.Second, func() bool {

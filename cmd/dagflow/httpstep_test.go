@@ -111,8 +111,8 @@ steps:
 }
 
 // TestWorkflowsDirErrors: a bad YAML file in --workflows stops the node
-// before it starts, naming the file, step and field; a file redefining a
-// built-in workflow is refused too.
+// before it starts, naming the file, step and field; a file redefining
+// the example workflow that --demo registers beside it is refused too.
 func TestWorkflowsDirErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Redis and MariaDB")
@@ -124,14 +124,14 @@ func TestWorkflowsDirErrors(t *testing.T) {
 		{"x.yaml", "name: x\nsteps:\n  - {name: call, kind: http, method: FETCH, url: 'http://a.example'}\n",
 			`x.yaml:3:38: steps[0].method: step "call": invalid http step: method "FETCH"`},
 		{"x.yaml", "name: x\nsteps:\n  - {name: call, kind: http}\n", `x.yaml:3:5: steps[0].url: step "call": missing field: an http step needs a url`},
-		{"x.yaml", "name: order\nsteps:\n  - {name: call, kind: http, url: 'http://a.example'}\n", `workflow "order" is a built-in workflow`},
+		{"x.yaml", "name: order\nsteps:\n  - {name: call, kind: http, url: 'http://a.example'}\n", `workflow "order" is a --demo workflow`},
 		{"x.txt", "name: x\n", "no *.yaml or *.yml file"},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, _, errb := runCLI(t, ctx, append([]string{"worker", "--workflows", dir}, env.flags...)...)
+		code, _, errb := runCLI(t, ctx, append([]string{"worker", "--demo", "--workflows", dir}, env.flags...)...)
 		if code != 1 || !strings.Contains(errb, tc.want) || !strings.Contains(errb, dir) {
 			t.Errorf("worker --workflows with %s %q: exit %d, %q; want 1 naming the directory and %q", tc.file, tc.yaml, code, errb, tc.want)
 		}

@@ -29,7 +29,7 @@ func TestServeMetrics(t *testing.T) {
 	env := newServeEnv(t, ctx)
 	readKey, _ := createKey(t, ctx, env.flags, "read", "prometheus")
 	opKey, _ := createKey(t, ctx, env.flags, "operate", "shop")
-	u, serveErr, stop := env.startServe(t, ctx, "--listen", "0.0.0.0:0")
+	u, serveErr, stop := env.startServe(t, ctx, "--listen", "0.0.0.0:0", "--demo")
 	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestWorkerMetricsListen(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(wctx, append([]string{"worker", "--metrics-listen", "127.0.0.1:0"}, env.flags...), &out, &errb)
+		done <- run(wctx, append([]string{"worker", "--demo", "--metrics-listen", "127.0.0.1:0"}, env.flags...), &out, &errb)
 	}()
 	defer func() {
 		stop()

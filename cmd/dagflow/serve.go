@@ -56,9 +56,10 @@ func newServeCmd(sec *secrets) *cobra.Command {
 			"serve listens only on a loopback address, and serves local requests there without\n" +
 			"keys until a key is created (within a second, no restart). A proxy or tunnel in front\n" +
 			"of such a server lets whoever reaches it in without a key: create a key first.\n\n" +
-			"The node registers the built-in workflows (and those of --workflows DIR: YAML files,\n" +
-			"whose kind: http steps call other services without Go code) and runs their steps,\n" +
-			"as `dagflow worker` does; with --no-workers it registers nothing and runs no step: it knows the\n" +
+			"The node registers the workflows of --workflows DIR (YAML files, whose kind: http\n" +
+			"steps call other services without Go code; --demo adds the example order workflow of\n" +
+			"`dagflow dev`) and runs their steps, as `dagflow worker` does; given none, or with\n" +
+			"--no-workers, it registers nothing and runs no step: it knows the\n" +
 			"workflows from the definitions other nodes stored, and triggers and inspects them.\n" +
 			"The first signal stops it gracefully within --shutdown-timeout (one deadline: the\n" +
 			"server's requests first, then the node's steps); a second signal exits at once.\n\n" + redisURLHelp,
@@ -82,6 +83,9 @@ func runServe(ctx context.Context, s *serveFlags, queuesGiven bool, stdout, stde
 	}
 	if s.noWorkers && s.w.workflowsDir != "" {
 		return usagef("--workflows with --no-workers: a node without workers registers no workflow")
+	}
+	if s.noWorkers && s.w.demo {
+		return usagef("--demo with --no-workers: a node without workers registers no workflow")
 	}
 	if s.maxBody < 1 {
 		return usagef("--max-body-bytes %d: must be at least 1", s.maxBody)

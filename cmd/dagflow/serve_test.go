@@ -142,7 +142,7 @@ func TestServeOnLoopbackWithoutKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := newServeEnv(t, ctx)
-	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0")
+	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0", "--demo")
 	if code, body := get(t, "GET", u+"/v1/workflows", "", ""); code != http.StatusOK || !strings.Contains(body, `"order"`) {
 		t.Errorf("GET /v1/workflows without a key: %d %s; want 200 listing order", code, body)
 	}
@@ -307,7 +307,7 @@ func TestServeWithAPIKeys(t *testing.T) {
 		t.Fatalf("apikeys list shows a secret:\n%s", list)
 	}
 
-	u, serveErr, stop := env.startServe(t, ctx, "--listen", "0.0.0.0:0")
+	u, serveErr, stop := env.startServe(t, ctx, "--listen", "0.0.0.0:0", "--demo")
 	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestServeWithAPIKeys(t *testing.T) {
 	}
 }
 
-// storeDefinitions registers the built-in workflows, and declares a
+// storeDefinitions registers the example order workflow, and declares a
 // schedule, through a node that runs nothing: their definitions and the
 // schedule are stored by Start.
 func storeDefinitions(t *testing.T, ctx context.Context, env *serveEnv) {
@@ -505,7 +505,7 @@ func TestWorkflowsAndTrigger(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() {
-		code, _, _ := runCLI(t, wctx, append([]string{"worker"}, env.flags...)...)
+		code, _, _ := runCLI(t, wctx, append([]string{"worker", "--demo"}, env.flags...)...)
 		done <- code
 	}()
 	testenv.Eventually(t, 30*time.Second, func() bool {

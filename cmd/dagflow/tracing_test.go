@@ -182,7 +182,7 @@ func TestServeExportsTraces(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := newServeEnv(t, ctx)
-	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0")
+	u, errb, stop := env.startServe(t, ctx, "--listen", "127.0.0.1:0", "--demo")
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/v1/workflows/order/runs",

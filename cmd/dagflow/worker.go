@@ -46,13 +46,16 @@ type workerFlags struct {
 	metricsListen string
 	// otlpEndpoint exports traces there (cmd/dagflow/tracing.go).
 	otlpEndpoint string
-	// workflowsDir holds YAML workflows registered beside the built-in
-	// ones: kind: http steps need no Go code.
+	// workflowsDir holds YAML workflows to register: kind: http steps
+	// need no Go code.
 	workflowsDir string
+	// demo registers the example order workflow, with the in-process
+	// stand-ins of its services, as `dagflow dev` runs it.
+	demo bool
 }
 
 // newWorkerCmd runs one engine node (workers and reconciler) with the
-// example workflows registered, until the context ends (SIGINT/SIGTERM);
+// workflows it is given (--workflows, --demo) registered, until the context ends (SIGINT/SIGTERM);
 // then it stops gracefully within --shutdown-timeout.
 func newWorkerCmd(sec *secrets) *cobra.Command {
 	var w workerFlags
@@ -84,7 +87,8 @@ func (w *workerFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&w.shutdown, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for running steps")
 	fs.StringVar(&w.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on this host:port, without authentication: an address only monitoring reaches")
 	fs.StringVar(&w.otlpEndpoint, "otlp-endpoint", "", otlpEndpointHelp)
-	fs.StringVar(&w.workflowsDir, "workflows", "", "directory of YAML workflows (*.yaml, *.yml) to register beside the built-in ones; their kind: http steps need no Go code")
+	fs.StringVar(&w.workflowsDir, "workflows", "", "directory of YAML workflows (*.yaml, *.yml) to register; their kind: http steps need no Go code")
+	fs.BoolVar(&w.demo, "demo", false, "also register the example order workflow of `dagflow dev`, with in-process stand-ins for its services (a demo, not for production)")
 }
 
 func runWorker(ctx context.Context, w *workerFlags, queuesGiven bool, stdout, stderr io.Writer) error {
@@ -132,8 +136,9 @@ type node struct {
 }
 
 // openNode connects to the backends and makes an engine node with the
-// built-in workflows registered, working --queues (default: every queue
-// of those workflows). With noWorkers the node registers no workflow and
+// workflows of --workflows (and, with --demo, the example order
+// workflow) registered, working --queues (default: every queue of those
+// workflows). With noWorkers the node registers no workflow and
 // runs no step: it knows the workflows from the stored definitions. With
 // reg, the engine's metrics are registered on it; with tr, it traces.
 func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, logger *slog.Logger, reg *prometheus.Registry, tr *tracing) (*node, error) {
@@ -141,12 +146,11 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 	var queues []string
 	if !noWorkers {
 		reg := steps.NewRegistry()
-		if err := orderflow.NewServices().Register(reg); err != nil {
-			return nil, err
-		}
-		var err error
-		if wfs, err = dag.LoadFS(workflows.FS, reg); err != nil {
-			return nil, err
+		if w.demo {
+			var err error
+			if wfs, err = demoWorkflows(reg); err != nil {
+				return nil, err
+			}
 		}
 		if w.workflowsDir != "" {
 			more, err := loadWorkflowsDir(w.workflowsDir, reg, wfs)
@@ -165,6 +169,12 @@ func openNode(ctx context.Context, w *workerFlags, queuesGiven, noWorkers bool, 
 				logger.Warn("queue not worked by this node: its steps wait for another node", "queue", q, "steps", strings.Join(left[q], ","))
 			}
 		}
+	}
+	if !noWorkers && len(wfs) == 0 {
+		// nothing to run: a node that works queues would claim steps it
+		// has no handler for
+		logger.Warn("no workflow registered: this node runs no step (give --workflows DIR, or --demo for the example order workflow)")
+		noWorkers = true
 	}
 	limits, err := parseQueueLimits(w.queueLimits)
 	if err != nil {
@@ -230,10 +240,19 @@ func (b *backendFlags) openNodeBackends(ctx context.Context) (store, readStore p
 	return store, readStore, rdb, closeAll, nil
 }
 
+// demoWorkflows registers on reg the stand-in services of the example
+// order workflow and returns the workflow (--demo).
+func demoWorkflows(reg *steps.Registry) ([]*dag.Workflow, error) {
+	if err := orderflow.NewServices().Register(reg); err != nil {
+		return nil, err
+	}
+	return dag.LoadFS(workflows.FS, reg)
+}
+
 // loadWorkflowsDir loads the YAML workflows of --workflows dir with the
 // handlers of reg (kind: http steps need none); a workflow of the same
-// name as one of builtin is refused.
-func loadWorkflowsDir(dir string, reg *steps.Registry, builtin []*dag.Workflow) ([]*dag.Workflow, error) {
+// name as one of demo (the --demo workflows) is refused.
+func loadWorkflowsDir(dir string, reg *steps.Registry, demo []*dag.Workflow) ([]*dag.Workflow, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--workflows: %w", err)
 	} else if !fi.IsDir() {
@@ -247,9 +266,9 @@ func loadWorkflowsDir(dir string, reg *steps.Registry, builtin []*dag.Workflow) 
 		return nil, fmt.Errorf("--workflows %s: no *.yaml or *.yml file", dir)
 	}
 	for _, w := range wfs {
-		for _, b := range builtin {
+		for _, b := range demo {
 			if b.Name() == w.Name() {
-				return nil, fmt.Errorf("--workflows %s: workflow %q is a built-in workflow: give it another name", dir, w.Name())
+				return nil, fmt.Errorf("--workflows %s: workflow %q is a --demo workflow: give it another name", dir, w.Name())
 			}
 		}
 	}
