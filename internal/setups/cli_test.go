@@ -268,7 +268,7 @@ func runOrdersOnCLI(t *testing.T, bin string, s cliSetup) string {
 	for range first {
 		trigger()
 	}
-	w := startWorker(t, bin, append([]string{"worker", "--prefix", s.prefix, "--shutdown-timeout", "10s"}, s.args...)...)
+	w := startWorker(t, bin, append([]string{"worker", "--demo", "--prefix", s.prefix, "--shutdown-timeout", "10s"}, s.args...)...)
 	if s.fromFile {
 		for _, sec := range s.secrets {
 			if strings.Contains(strings.Join(w.cmd.Args, " "), sec) {
