@@ -227,47 +227,6 @@ type Store interface {
 	// ScheduleTickList lists a schedule's history, newest first.
 	ScheduleTickList(ctx context.Context, p ScheduleTickListParams) ([]ScheduleTick, error)
 
-	// DefinitionUpsert records a workflow definition version: inserted
-	// when new (CreatedAt = RegisteredAt = d.RegisteredAt), otherwise only
-	// RegisteredAt is updated (Spec and CreatedAt are kept: a version is
-	// its hash). Returns the stored row.
-	DefinitionUpsert(ctx context.Context, d Definition) (Definition, error)
-	// DefinitionGet returns one version, or ErrDefinitionNotFound.
-	DefinitionGet(ctx context.Context, workflow, version string) (Definition, error)
-	// DefinitionCurrent returns a workflow's current version (the one
-	// registered last, as DefinitionList lists it), or
-	// ErrDefinitionNotFound: one index lookup, for nodes that start runs
-	// of a workflow they know only from the store.
-	DefinitionCurrent(ctx context.Context, workflow string) (Definition, error)
-	// DefinitionList with p.Workflow empty lists the current version
-	// (latest RegisteredAt, ties by the greater Version) of every
-	// workflow, by name; with p.Workflow set, every version of that
-	// workflow, latest RegisteredAt first (empty slice when none).
-	// Index-served.
-	DefinitionList(ctx context.Context, p DefinitionListParams) ([]Definition, error)
-
-	// EventCreate records a published event and creates its runs (the
-	// runs of p.Runs, each found by its idempotency key if it exists),
-	// linked to the event, in one transaction. An event whose id is
-	// already stored is returned as it is stored, with the runs it
-	// started, and nothing is created (Created false): however many
-	// callers publish an event, concurrently or not, one of them creates
-	// it and its runs.
-	EventCreate(ctx context.Context, p EventCreateParams) (EventCreateResult, error)
-	// EventGet returns one event with its runs, or ErrEventNotFound.
-	EventGet(ctx context.Context, id string) (Event, error)
-	// EventList lists events, newest first (published at, then id,
-	// descending), with their runs; a keyset page. Index-served.
-	EventList(ctx context.Context, p EventListParams) (EventPage, error)
-	// EventListPending lists the events not marked dispatched that were
-	// published at or before p.Before, oldest first, with their runs.
-	// Index-served: dispatched events are never read.
-	EventListPending(ctx context.Context, p EventListPendingParams) ([]Event, error)
-	// EventMarkDispatched records that the runs of the events have been
-	// handed to the queues; it returns how many events it changed (an
-	// event already marked, or unknown, is not counted).
-	EventMarkDispatched(ctx context.Context, p EventMarkDispatchedParams) (int, error)
-
 	// APIKeys keeps the API keys.
 	APIKeys
 
@@ -276,13 +235,6 @@ type Store interface {
 	// An engine binds its Redis prefix to it, so that a prefix is never
 	// served by two databases.
 	StoreID(ctx context.Context) (string, error)
-
-	// NodeHeartbeat records that a node is alive, with what it can run:
-	// it creates the node's row or updates it (HeartbeatAt, Info).
-	NodeHeartbeat(ctx context.Context, n Node) error
-	// NodeList lists the nodes whose last heartbeat is at or after
-	// p.AliveSince, by id.
-	NodeList(ctx context.Context, p NodeListParams) ([]Node, error)
 	// LeaseAcquire takes the named lease for p.Holder until p.Until, or
 	// extends it, when it is free (never taken, or expired before p.Now)
 	// or already p.Holder's; it reports whether p.Holder holds it now.
@@ -292,9 +244,6 @@ type Store interface {
 	// LeaseRelease frees the named lease if p.Holder holds it; a lease
 	// held by another is left alone.
 	LeaseRelease(ctx context.Context, p LeaseParams) error
-	// NodeDeleteStale deletes the nodes whose last heartbeat is before
-	// before, returning how many were deleted.
-	NodeDeleteStale(ctx context.Context, before time.Time) (int, error)
 
 	// Now returns the database server's clock. Engines compare their own
 	// clock with it to find a node whose clock is too far off to judge
@@ -327,6 +276,13 @@ type Store interface {
 	SchemaVersion(ctx context.Context) (SchemaVersion, error)
 	// Close releases the store's connections.
 	Close() error
+
+	// Events keeps published events (events.go).
+	Events
+	// Nodes keeps the node registry (nodes.go).
+	Nodes
+	// Definitions keeps the workflows' plans (definitions.go).
+	Definitions
 }
 
 // DBTX is the part of *sql.Tx (and *sql.DB, *sqlx.Tx) that TxStore needs:
@@ -353,110 +309,6 @@ type TxStore interface {
 	// DB is the store's database, on which callers begin the
 	// transactions they pass to RunCreateTx and EventCreateTx.
 	DB() *sql.DB
-}
-
-// Event is a published event and the runs it started.
-type Event struct {
-	// ID identifies the event: a repeat of an id is the same event.
-	ID string
-	// Name is the event's name ("order.placed").
-	Name string
-	// Payload is the event's payload as stored (JSON, or the engine's
-	// codec's encoding of it); nil for none.
-	Payload []byte
-	// PublishedAt is when the event was first published.
-	PublishedAt time.Time
-	// DispatchedAt is when its runs were handed to the queues; nil while
-	// an event recorded in a caller's transaction waits for the engine.
-	DispatchedAt *time.Time
-	// Correlation is the value waiting steps are matched by; empty for
-	// none.
-	Correlation string
-	// Runs are the runs the event started, by workflow name.
-	Runs []EventRun
-}
-
-// EventRun is one run an event started.
-type EventRun struct {
-	Workflow string
-	RunID    string
-}
-
-// EventCreateParams are the arguments of Store.EventCreate.
-type EventCreateParams struct {
-	// ID, Name and Payload are the event's; Now is its publication time.
-	ID      string
-	Name    string
-	Payload []byte
-	Now     time.Time
-	// Runs are the runs to start, one per workflow, each with an
-	// idempotency key (the engine's is derived from the event id and the
-	// workflow).
-	Runs []RunCreateParams
-	// Dispatched stores the event as dispatched at Now: the caller
-	// enqueues the runs itself right after the commit.
-	Dispatched bool
-	// Correlation, when not empty, is stored with the event, and the
-	// steps parked waiting for (Name, Correlation) are resolved with the
-	// event's payload as their output in the same transaction (one
-	// indexed lookup; see StepPark).
-	Correlation string
-	// CorrelationAliases are other stored forms of the same correlation
-	// value (the engine's codec hashes it under each of its keys and
-	// stores the current key's hash as Correlation): a row stored with
-	// any of them matches too. They are never stored; each is locked as
-	// Correlation is. At most 16, each a valid correlation.
-	CorrelationAliases []string
-	// WaitOutput is the output the resolved steps get: the payload as an
-	// output (a codec may encode outputs apart from inputs); nil: Payload.
-	WaitOutput []byte
-}
-
-// EventCreateResult is the outcome of Store.EventCreate.
-type EventCreateResult struct {
-	// Event is the event as stored, with its runs.
-	Event Event
-	// Created is false when the event id was already stored: Event is
-	// the stored one (whose name or payload may differ from the call's)
-	// and Runs is empty.
-	Created bool
-	// Runs are the results of creating p.Runs, in order (a run that
-	// already existed for its key has Created false).
-	Runs []RunCreateResult
-	// Resolved are the completions of the parked steps the event
-	// matched (their Ready steps are to be enqueued).
-	Resolved []StepCompleteResult
-}
-
-// EventListParams are the arguments of Store.EventList.
-type EventListParams struct {
-	// Name lists only the events of that name.
-	Name string
-	// PublishedAfter and PublishedBefore bound the publication time
-	// (inclusive after, exclusive before); zero is unbounded.
-	PublishedAfter  time.Time
-	PublishedBefore time.Time
-	Cursor          string // from a previous page's NextCursor
-	Limit           int    // default 50, at most 1000
-}
-
-// EventPage is one page of events.
-type EventPage struct {
-	Events     []Event
-	NextCursor string // empty on the last page
-}
-
-// EventListPendingParams are the arguments of Store.EventListPending.
-type EventListPendingParams struct {
-	Before time.Time
-	Limit  int // default 100, at most 1000
-}
-
-// EventMarkDispatchedParams are the arguments of
-// Store.EventMarkDispatched.
-type EventMarkDispatchedParams struct {
-	IDs []string
-	Now time.Time
 }
 
 // StepSpec describes one step of a run to create.
@@ -568,13 +420,6 @@ type RunListParams struct {
 	NoPayloads bool
 }
 
-// DefinitionListParams are the arguments of Store.DefinitionList.
-type DefinitionListParams struct {
-	// Workflow lists every version of one workflow; empty lists the
-	// current version of every workflow.
-	Workflow string
-}
-
 // APIKeyRevokeParams are the arguments of Store.APIKeyRevoke: exactly one
 // of ID and Name names the key.
 type APIKeyRevokeParams struct {
@@ -631,27 +476,6 @@ type ListDueParams struct {
 	Workflows []string
 }
 
-// Handles tells a claim which steps the claiming node can run: the
-// workflow's name and the step's. A claim of a step it rejects is refused
-// with RefusedUnhandled and changes nothing (no attempt is used). Nil
-// accepts every step.
-type Handles func(workflow, step string) bool
-
-// Node is one engine process as the node registry records it.
-type Node struct {
-	ID          string
-	StartedAt   time.Time
-	HeartbeatAt time.Time
-	// Info is the node's self-description as JSON (what it can run, its
-	// queues, its load); the store keeps it as given (at most 64 KiB).
-	Info []byte
-}
-
-// NodeListParams are the arguments of Store.NodeList.
-type NodeListParams struct {
-	AliveSince time.Time
-}
-
 // RunDeleteFinishedParams are the arguments of Store.RunDeleteFinished.
 type RunDeleteFinishedParams struct {
 	// Before: runs that finished at or after it are not read.
@@ -696,6 +520,12 @@ type LeaseParams struct {
 	// Now is the caller's clock: a lease whose end is before it is free.
 	Now time.Time
 }
+
+// Handles tells a claim which steps the claiming node can run: the
+// workflow's name and the step's. A claim of a step it rejects is refused
+// with RefusedUnhandled and changes nothing (no attempt is used). Nil
+// accepts every step.
+type Handles func(workflow, step string) bool
 
 // StepClaimParams are the arguments of Store.StepClaim.
 //
