@@ -182,6 +182,9 @@ func (e *Engine) commitLoop() {
 	}
 }
 
+// commitBatch records a batch of completions in one store transaction,
+// starts the steps it claimed at release, enqueues the steps it released,
+// acks the finished tasks and tells every completion its outcome.
 func (e *Engine) commitBatch(batch []*completion) {
 	ps := make([]persistence.StepCompleteParams, len(batch))
 	for i, c := range batch {
@@ -203,12 +206,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	outs, err := e.store.StepCompleteMany(ctx, persistence.StepCompleteManyParams{Items: ps, ClaimReleased: rc})
 	cancel()
 	if err != nil {
-		e.tracer.endBatch(span, 0, err)
-		e.stats.errors.Add(1)
-		e.slots.free(slots)
-		for _, c := range batch {
-			c.done <- completionResult{err: err, commit: commit}
-		}
+		e.batchFailed(batch, span, commit, slots, err)
 		return
 	}
 	var ready []persistence.StepRun
@@ -233,16 +231,7 @@ func (e *Engine) commitBatch(batch []*completion) {
 	fromFree := min(len(claimed), slots)
 	e.slots.free(slots - fromFree)
 	handover := make([]bool, len(batch))
-	need := len(claimed) - fromFree
-	for i := range batch {
-		if need == 0 {
-			break
-		}
-		if o := outs[i]; o.Err == nil && o.Result.RunStatus != persistence.RunCompensating {
-			handover[i] = true
-			need--
-		}
-	}
+	need := markHandovers(handover, outs, len(claimed)-fromFree)
 	// The claimed steps start first: their claims are committed, and the
 	// Redis calls below need not delay them.
 	e.stats.claimedAtRelease.Add(int64(len(claimed)))
@@ -263,6 +252,34 @@ func (e *Engine) commitBatch(batch []*completion) {
 	for i, c := range batch {
 		c.done <- completionResult{res: outs[i].Result, err: outs[i].Err, handover: handover[i], commit: commit}
 	}
+}
+
+// batchFailed ends a batch whose transaction failed: the free slots it
+// took are given back and every completion hears the batch's error.
+func (e *Engine) batchFailed(batch []*completion, span trace.Span, commit trace.SpanContext, slots int, err error) {
+	e.tracer.endBatch(span, 0, err)
+	e.stats.errors.Add(1)
+	e.slots.free(slots)
+	for _, c := range batch {
+		c.done <- completionResult{err: err, commit: commit}
+	}
+}
+
+// markHandovers marks, in the batch's order, up to need completions whose
+// slots go to steps the batch claimed: those that committed in a run that
+// is not compensating (handover holds a mark per completion). It returns
+// how many claimed steps are still without a slot.
+func markHandovers(handover []bool, outs []persistence.StepCompleteOutcome, need int) int {
+	for i := range handover {
+		if need == 0 {
+			break
+		}
+		if o := outs[i]; o.Err == nil && o.Result.RunStatus != persistence.RunCompensating {
+			handover[i] = true
+			need--
+		}
+	}
+	return need
 }
 
 // releaseClaim takes up to max free slots without waiting and returns the

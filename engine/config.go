@@ -180,10 +180,10 @@ type Config struct {
 	// data. Default 32 MiB (DefaultMaxStepInput).
 	MaxStepInput int64
 	// Registerer, when set, receives the engine's Prometheus metrics
-	// (listed in engine/metrics.go and the README's Observability
-	// section), which New registers on it: one engine per registry.
-	// Default none: nothing is counted, at the cost of a nil check per
-	// event.
+	// (listed in engine/metrics.go, metrics_gauges.go and the README's
+	// Observability section), which New registers on it: one engine per
+	// registry. Default none: nothing is counted, at the cost of a nil
+	// check per event.
 	Registerer prometheus.Registerer
 	// TracerProvider makes the OpenTelemetry spans of the node: one per
 	// Trigger and TriggerTx, per step or compensation attempt and per

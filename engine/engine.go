@@ -40,7 +40,7 @@ type Engine struct {
 	hashes    map[string]string // registered workflow -> its plan's hash (definitions.go)
 	queues    map[string]bool   // every queue a registered step uses, and Config.Queues
 	plans     plans             // plans of other versions and of unregistered workflows
-	subs      subscriptionIndex // events -> stored workflows subscribed (events.go)
+	subs      subscriptionIndex // events -> stored workflows subscribed (subscribers.go)
 	// stepLimited holds the queues of registered steps with limits of
 	// their own (dag.ConcurrencyKey, dag.RateLimit): see steplimits.go.
 	stepLimited map[string]bool

@@ -42,86 +42,124 @@ func (e *Engine) advanceSaga(ctx context.Context, runID string) {
 	e.advanceSagaRun(ctx, run)
 }
 
+// advanceSagaRun advances a compensating run's saga: it fails the run if
+// a compensation dead-lettered, else queues the compensations now ready,
+// else marks the run compensated once every completed step is.
 func (e *Engine) advanceSagaRun(ctx context.Context, run persistence.Run) {
 	ctx = context.WithoutCancel(ctx)
 	if run.Status != persistence.RunCompensating {
 		return
 	}
 	log := e.log.With("run_id", run.ID, "workflow", run.Workflow)
+	w, sts, ok := e.sagaSteps(ctx, run, log)
+	if !ok {
+		return
+	}
+	st := sagaStateOf(w, sts)
+	if len(st.failed) > 0 {
+		e.failSagaRun(ctx, run, st.failed, log)
+		return
+	}
+	if queued, ok := e.queueCompensations(ctx, run, w, st, log); queued || !ok {
+		return
+	}
+	if st.inFlight {
+		return
+	}
+	for name := range st.completed {
+		if !st.compensated[name] {
+			return // compensations still running
+		}
+	}
+	e.endSagaRun(ctx, run, log)
+}
+
+// sagaSteps reads a compensating run's plan and steps for advanceSagaRun.
+// It says false, having logged why, when the saga cannot advance on this
+// node now: the plan or steps could not be read, the workflow is not
+// registered here, or the run has a step this node does not know.
+func (e *Engine) sagaSteps(ctx context.Context, run persistence.Run, log *slog.Logger) (*dag.Workflow, []persistence.StepRun, bool) {
 	w, err := e.planFor(ctx, run)
 	if err != nil {
 		log.Warn("saga: the run's workflow version could not be read; the reconciler will resume it", "err", err)
-		return
+		return nil, nil, false
 	}
 	if w == nil {
 		log.Warn("saga: workflow not registered on this node")
-		return
+		return nil, nil, false
 	}
 	sts, err := e.store.StepList(ctx, run.ID)
 	if err != nil {
 		log.Warn("saga: listing steps failed; the reconciler will resume it", "err", err)
-		return
+		return nil, nil, false
 	}
 	for _, s := range sts {
 		if w.Step(s.Step) == nil {
 			// The run follows a plan this node does not have (a newer
 			// deploy's): the undo order is the nodes' that know it.
 			log.Debug("saga: the run has a step this node does not know; left to a node that does", "step", s.Step)
-			return
+			return nil, nil, false
 		}
 	}
-	st := sagaStateOf(w, sts)
-	completed, compensated, status, failed := st.completed, st.compensated, st.status, st.failed
-	if len(failed) > 0 {
-		// The run's error was encoded: decode it to add to it (one that
-		// cannot be decoded is kept out of the new text, not shown).
-		why, derr := e.decodeError(ctx, run.Error)
-		if derr != nil {
-			why = "(error text not decoded: " + derr.Error() + ")"
-		}
-		tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
-			RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
-			Error: e.encodeError(ctx, fmt.Sprintf("%s; compensation failed for step(s) %s", why, strings.Join(failed, ", "))),
-			Now:   e.clock.Now(),
-		})
-		if err != nil && !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
-			log.Warn("saga: marking run failed failed", "err", err)
-		} else if err == nil {
-			e.metrics.runFinished(tr.Run, persistence.RunFailed, e.clock.Now())
-			log.Warn("run failed: a compensation dead-lettered", "steps", failed)
-			e.runEnded(ctx, tr.Run)
-		}
-		return
+	return w, sts, true
+}
+
+// failSagaRun makes a compensating run failed because the compensations
+// of the steps named in failed dead-lettered. Its error is the run's,
+// with the failed steps added.
+func (e *Engine) failSagaRun(ctx context.Context, run persistence.Run, failed []string, log *slog.Logger) {
+	// The run's error was encoded: decode it to add to it (one that
+	// cannot be decoded is kept out of the new text, not shown).
+	why, derr := e.decodeError(ctx, run.Error)
+	if derr != nil {
+		why = "(error text not decoded: " + derr.Error() + ")"
 	}
+	tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
+		RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunFailed,
+		Error: e.encodeError(ctx, fmt.Sprintf("%s; compensation failed for step(s) %s", why, strings.Join(failed, ", "))),
+		Now:   e.clock.Now(),
+	})
+	if err != nil && !errors.Is(err, persistence.ErrRunFinished) && !errors.Is(err, persistence.ErrInvalidTransition) {
+		log.Warn("saga: marking run failed failed", "err", err)
+	} else if err == nil {
+		e.metrics.runFinished(tr.Run, persistence.RunFailed, e.clock.Now())
+		log.Warn("run failed: a compensation dead-lettered", "steps", failed)
+		e.runEnded(ctx, tr.Run)
+	}
+}
+
+// queueCompensations queues the compensation of every succeeded step
+// whose completed dependents are all compensated. It says whether there
+// were any to queue, and false for ok when queueing them failed (logged;
+// the reconciler resumes the saga).
+func (e *Engine) queueCompensations(ctx context.Context, run persistence.Run, w *dag.Workflow, st sagaState, log *slog.Logger) (queued, ok bool) {
 	var toQueue []string
-	for _, name := range w.CompensationReady(completed, compensated) {
-		if status[name] == persistence.StepSucceeded {
+	for _, name := range w.CompensationReady(st.completed, st.compensated) {
+		if st.status[name] == persistence.StepSucceeded {
 			toQueue = append(toQueue, name)
 		}
 	}
-	if len(toQueue) > 0 {
-		changed, err := e.store.StepTransition(ctx, persistence.StepTransitionParams{
-			RunID: run.ID, Steps: toQueue,
-			From: []persistence.StepStatus{persistence.StepSucceeded}, To: persistence.StepCompensating,
-			Now: e.clock.Now(),
-		})
-		if err != nil {
-			log.Warn("saga: queueing compensations failed; the reconciler will resume it", "err", err)
-			return
-		}
-		for _, s := range changed {
-			e.enqueue(s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}.String(), e.clock.Now(), s.Priority)
-		}
-		return
+	if len(toQueue) == 0 {
+		return false, true
 	}
-	if st.inFlight {
-		return
+	changed, err := e.store.StepTransition(ctx, persistence.StepTransitionParams{
+		RunID: run.ID, Steps: toQueue,
+		From: []persistence.StepStatus{persistence.StepSucceeded}, To: persistence.StepCompensating,
+		Now: e.clock.Now(),
+	})
+	if err != nil {
+		log.Warn("saga: queueing compensations failed; the reconciler will resume it", "err", err)
+		return true, false
 	}
-	for name := range completed {
-		if !compensated[name] {
-			return // compensations still running
-		}
+	for _, s := range changed {
+		e.enqueue(s.Queue, taskRef{RunID: run.ID, Step: s.Step, Compensation: true, Attempt: s.CompAttempt + 1}.String(), e.clock.Now(), s.Priority)
 	}
+	return true, true
+}
+
+// endSagaRun makes a compensating run compensated, once every completed
+// step is.
+func (e *Engine) endSagaRun(ctx context.Context, run persistence.Run, log *slog.Logger) {
 	tr, err := e.store.RunTransition(ctx, persistence.RunTransitionParams{
 		RunID: run.ID, From: []persistence.RunStatus{persistence.RunCompensating}, To: persistence.RunCompensated,
 		Now: e.clock.Now(),

@@ -74,11 +74,7 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 		err := fmt.Errorf("workflow %q step %q is not registered on node %s", res.Run.Workflow, ref.Step, e.cfg.NodeID)
 		return e.stepFailed(ctx, ex, res, nil, w, err, log)
 	}
-	if res.Step.Attempt > res.Step.MaxAttempts {
-		err := steps.Permanent(fmt.Errorf("attempt %d exceeds the %d allowed: earlier attempts lost their worker", res.Step.Attempt, res.Step.MaxAttempts))
-		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
-	}
-	if err := e.deliveryLimit(ctx, ex, persistence.AttemptForward, res.Step.Attempt); err != nil {
+	if err := e.attemptRefused(ctx, ex, res); err != nil {
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 
@@ -87,14 +83,8 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
 	}
 	sc := handlerContext(res, false, log)
-	if len(sdef.Needs) > 0 {
-		outcomes := make(map[string]dag.Outcome, len(res.Upstream))
-		for k, st := range res.Upstream {
-			outcomes[k] = outcomeOf(st)
-		}
-		if w.ShouldSkip(ref.Step, outcomes) {
-			return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
-		}
+	if dependencySkipped(w, sdef, ref.Step, res.Upstream) {
+		return e.stepSkipped(ctx, ex, res, "a required dependency was skipped", log)
 	}
 	if err := e.checkStepInput(res, sc.Step); err != nil {
 		return e.stepFailed(ctx, ex, res, sdef, w, err, log)
@@ -130,6 +120,29 @@ func (e *Engine) runAttempt(ctx context.Context, ex *execution, res persistence.
 		return e.stepAborted(ctx, ex, res, herr, log)
 	}
 	return e.stepFailed(ctx, ex, res, sdef, w, herr, log)
+}
+
+// attemptRefused says why a claimed forward attempt of a registered
+// step must not run its handler (the error it then fails with), or nil:
+// it is past the step's attempts, or past the delivery limit.
+func (e *Engine) attemptRefused(ctx context.Context, ex *execution, res persistence.StepClaimResult) error {
+	if res.Step.Attempt > res.Step.MaxAttempts {
+		return steps.Permanent(fmt.Errorf("attempt %d exceeds the %d allowed: earlier attempts lost their worker", res.Step.Attempt, res.Step.MaxAttempts))
+	}
+	return e.deliveryLimit(ctx, ex, persistence.AttemptForward, res.Step.Attempt)
+}
+
+// dependencySkipped says whether step (sdef, of w) is skipped because of
+// its dependencies' outcomes (upstream: their statuses, as claimed).
+func dependencySkipped(w *dag.Workflow, sdef *dag.Step, step string, upstream map[string]persistence.StepStatus) bool {
+	if len(sdef.Needs) == 0 {
+		return false
+	}
+	outcomes := make(map[string]dag.Outcome, len(upstream))
+	for k, st := range upstream {
+		outcomes[k] = outcomeOf(st)
+	}
+	return w.ShouldSkip(step, outcomes)
 }
 
 // errWhenFalse is what a conditional handler returns, without running

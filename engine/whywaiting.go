@@ -103,16 +103,7 @@ func (e *Engine) WhyWaiting(ctx context.Context, runID, step string) (StepWait, 
 	}
 	switch s.Status {
 	case persistence.StepWaiting:
-		for _, d := range s.Deps {
-			if !status[d].Done() {
-				w.Pending = append(w.Pending, d)
-			}
-		}
-		parts := make([]string, len(w.Pending))
-		for i, d := range w.Pending {
-			parts[i] = fmt.Sprintf("%s (%s)", d, status[d])
-		}
-		w.Reason, w.Detail = WaitDependencies, "waiting for "+strings.Join(parts, ", ")
+		whyDependencies(&w, s, status)
 		return w, nil
 	case persistence.StepRunning:
 		w.Reason, w.DueAt = WaitRunning, deref(s.LeaseExpiresAt)
@@ -125,33 +116,54 @@ func (e *Engine) WhyWaiting(ctx context.Context, runID, step string) (StepWait, 
 			return w, nil
 		}
 	case persistence.StepParked:
-		pw, err := e.store.StepWaitGet(ctx, s.RunID, s.Step)
-		if err != nil {
-			return w, err
-		}
-		w.Reason, w.DueAt = WaitParked, deref(pw.DueAt)
-		switch pw.Kind {
-		case persistence.WaitSleep:
-			w.Detail = "sleeping until " + stamp(w.DueAt)
-		case persistence.WaitEvent:
-			what := "correlation"
-			if _, hashed := e.cfg.Codec.(codec.Hasher); hashed {
-				what = "correlation hash" // the value is not stored
-			}
-			w.Detail = fmt.Sprintf("waiting for event %q with %s %q (or a signal)", pw.Event, what, pw.Correlation)
-		default:
-			w.Detail = "waiting for a signal"
-		}
-		if pw.Kind != persistence.WaitSleep && pw.DueAt != nil {
-			w.Detail += "; times out at " + stamp(w.DueAt)
-		}
-		return w, nil
+		return e.whyParked(ctx, w, s)
 	case persistence.StepQueued, persistence.StepRetrying:
 	default:
 		w.Reason, w.Detail = WaitNone, "the step is "+string(s.Status)
 		return w, nil
 	}
 	return e.whyDue(ctx, w, s)
+}
+
+// whyDependencies finishes WhyWaiting for a step that waits for its
+// dependencies: the unfinished ones, with their statuses.
+func whyDependencies(w *StepWait, s *persistence.StepRun, status map[string]persistence.StepStatus) {
+	for _, d := range s.Deps {
+		if !status[d].Done() {
+			w.Pending = append(w.Pending, d)
+		}
+	}
+	parts := make([]string, len(w.Pending))
+	for i, d := range w.Pending {
+		parts[i] = fmt.Sprintf("%s (%s)", d, status[d])
+	}
+	w.Reason, w.Detail = WaitDependencies, "waiting for "+strings.Join(parts, ", ")
+}
+
+// whyParked finishes WhyWaiting for a parked wait or sleep step: what it
+// waits for, and until when.
+func (e *Engine) whyParked(ctx context.Context, w StepWait, s *persistence.StepRun) (StepWait, error) {
+	pw, err := e.store.StepWaitGet(ctx, s.RunID, s.Step)
+	if err != nil {
+		return w, err
+	}
+	w.Reason, w.DueAt = WaitParked, deref(pw.DueAt)
+	switch pw.Kind {
+	case persistence.WaitSleep:
+		w.Detail = "sleeping until " + stamp(w.DueAt)
+	case persistence.WaitEvent:
+		what := "correlation"
+		if _, hashed := e.cfg.Codec.(codec.Hasher); hashed {
+			what = "correlation hash" // the value is not stored
+		}
+		w.Detail = fmt.Sprintf("waiting for event %q with %s %q (or a signal)", pw.Event, what, pw.Correlation)
+	default:
+		w.Detail = "waiting for a signal"
+	}
+	if pw.Kind != persistence.WaitSleep && pw.DueAt != nil {
+		w.Detail += "; times out at " + stamp(w.DueAt)
+	}
+	return w, nil
 }
 
 // whyDue finishes WhyWaiting for a step that waits for a worker: which
