@@ -362,7 +362,7 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	defer n.stop()
-	e, svc := n.e, n.svc
+	e := n.e
 	n.banner(stdout, opt)
 	fmt.Fprintln(stdout)
 
@@ -410,10 +410,16 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 		}
 	}
 
+	return n.printFinal(ctx, stdout, ids, plan)
+}
+
+// printFinal prints how the runs of a dev --once batch ended and the
+// effects they had, and says which did not end as designed.
+func (n *devNode) printFinal(ctx context.Context, stdout io.Writer, ids []string, plan []devRun) error {
 	fmt.Fprintln(stdout, "\nfinal states:")
 	var failures []string
 	for i, id := range ids {
-		info, err := e.Get(ctx, id)
+		info, err := n.e.Get(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -423,7 +429,7 @@ func runDevOnce(ctx context.Context, opt devOptions, stdout, stderr io.Writer) e
 		}
 	}
 	fmt.Fprintln(stdout, "\neffects (each once, deduplicated by the step's idempotency key):")
-	for _, eff := range svc.Effects() {
+	for _, eff := range n.svc.Effects() {
 		fmt.Fprintln(stdout, "  "+eff)
 	}
 	if len(failures) > 0 {
