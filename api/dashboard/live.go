@@ -329,48 +329,21 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) e
 		return nil
 	default:
 	}
-	rc := http.NewResponseController(w)
-	run := r.URL.Query().Get("run")
+	st := &stream{w: w, rc: http.NewResponseController(w), run: r.URL.Query().Get("run"),
+		writeFor: d.cfg.Heartbeat + 30*time.Second}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	// The server's WriteTimeout must not cut a stream: each write pushes
-	// the deadline on.
-	extend := func() { rc.SetWriteDeadline(time.Now().Add(d.cfg.Heartbeat + 30*time.Second)) }
 	// Subscribed before the client sees the answer: no change it causes
 	// after that is missed.
 	sub := d.live.subscribe()
 	defer d.live.unsubscribe(sub)
-	extend()
+	st.extend()
 	fmt.Fprintf(w, "retry: 3000\n: connected\n\n")
-	if err := rc.Flush(); err != nil {
+	if err := st.rc.Flush(); err != nil {
 		return nil
-	}
-	var (
-		last    time.Time        // when the last event was sent
-		held    change           // a list page's changes waiting for the gap
-		holding bool             // held has something
-		gate    <-chan time.Time // fires when the gap is over
-	)
-	send := func(c change) bool {
-		ev := struct {
-			All  bool     `json:"all"`
-			Runs []string `json:"runs,omitempty"`
-		}{All: c.all}
-		if run != "" {
-			ev.Runs = []string{run}
-		} else {
-			for id := range c.runs {
-				ev.Runs = append(ev.Runs, id)
-			}
-		}
-		b, _ := json.Marshal(ev)
-		extend()
-		last = time.Now()
-		_, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b)
-		return err == nil
 	}
 	hb := time.NewTicker(d.cfg.Heartbeat)
 	defer hb.Stop()
@@ -391,41 +364,99 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s *session) e
 			}
 			continue
 		case <-hb.C:
-			extend()
+			st.extend()
 			if _, err := fmt.Fprintf(w, ": heartbeat %d\n\n", time.Now().Unix()); err != nil {
 				return nil
 			}
 		case <-sub.notify:
 			c, ok := sub.take()
-			if !ok || (run != "" && !c.all && !c.runs[run]) {
+			if !ok || !st.wants(c) || st.hold(c) {
 				continue
 			}
-			if run == "" && time.Since(last) < listEventGap {
-				// A list page re-renders at most every listEventGap:
-				// hold the change, merged with the next ones.
-				held.merge(c)
-				holding = true
-				if gate == nil {
-					gate = time.After(listEventGap - time.Since(last))
-				}
-				continue
-			}
-			if !send(c) {
+			if !st.send(c) {
 				return nil
 			}
-		case <-gate:
-			gate = nil
-			if !holding {
+		case <-st.gate:
+			c, ok := st.release()
+			if !ok {
 				continue
 			}
-			c := held
-			held, holding = change{}, false
-			if !send(c) {
+			if !st.send(c) {
 				return nil
 			}
 		}
-		if err := rc.Flush(); err != nil {
+		if err := st.rc.Flush(); err != nil {
 			return nil
 		}
 	}
+}
+
+// stream is one open event stream (events): where it writes, the run
+// its page shows (none for a list page), and a list page's changes held
+// until listEventGap is over.
+type stream struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	run      string
+	writeFor time.Duration // each write's deadline, from the write on
+
+	last    time.Time        // when the last event was sent
+	held    change           // a list page's changes waiting for the gap
+	holding bool             // held has something
+	gate    <-chan time.Time // fires when the gap is over
+}
+
+// extend pushes the write deadline on: the server's WriteTimeout must
+// not cut a stream.
+func (st *stream) extend() { st.rc.SetWriteDeadline(time.Now().Add(st.writeFor)) }
+
+// wants reports whether the page hears of c: a run's page only of its
+// run (or of everything).
+func (st *stream) wants(c change) bool { return st.run == "" || c.all || c.runs[st.run] }
+
+// hold keeps c, merged with the changes held already, when a list page
+// had an event less than listEventGap ago, and reports whether it did:
+// a list page re-renders at most every listEventGap.
+func (st *stream) hold(c change) bool {
+	if st.run != "" || time.Since(st.last) >= listEventGap {
+		return false
+	}
+	st.held.merge(c)
+	st.holding = true
+	if st.gate == nil {
+		st.gate = time.After(listEventGap - time.Since(st.last))
+	}
+	return true
+}
+
+// release returns the changes held when the gap is over, if any.
+func (st *stream) release() (change, bool) {
+	st.gate = nil
+	if !st.holding {
+		return change{}, false
+	}
+	c := st.held
+	st.held, st.holding = change{}, false
+	return c, true
+}
+
+// send writes a "change" event of c and reports whether the write went
+// through.
+func (st *stream) send(c change) bool {
+	ev := struct {
+		All  bool     `json:"all"`
+		Runs []string `json:"runs,omitempty"`
+	}{All: c.all}
+	if st.run != "" {
+		ev.Runs = []string{st.run}
+	} else {
+		for id := range c.runs {
+			ev.Runs = append(ev.Runs, id)
+		}
+	}
+	b, _ := json.Marshal(ev)
+	st.extend()
+	st.last = time.Now()
+	_, err := fmt.Fprintf(st.w, "event: change\ndata: %s\n\n", b)
+	return err == nil
 }

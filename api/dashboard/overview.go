@@ -90,63 +90,21 @@ func (s *sampler) get(ctx context.Context) overviewData {
 	return od
 }
 
+// take samples the numbers at now: the runs' counts per minute, the
+// nodes, the dead letters and the queues; a read that fails is named in
+// Err and the sample goes on without it.
 func (s *sampler) take(ctx context.Context, now time.Time) overviewData {
 	e := s.d.e
 	od := overviewData{At: now, Started: make([]int, chartMinutes), Finished: make([]int, chartMinutes), Failed: make([]int, chartMinutes)}
 	var errs []string
-	from := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
-	bucket := func(t time.Time) int {
-		if t.Before(from) || t.After(now) {
-			return -1
-		}
-		return int(t.Sub(from) / time.Minute)
-	}
-	cursor, seen := "", 0
-	for {
-		page, err := e.Runs(ctx, engine.RunFilter{CreatedAfter: from, Cursor: cursor, Limit: 1000})
-		if err != nil {
-			errs = append(errs, err.Error())
-			break
-		}
-		for _, r := range page.Runs {
-			if b := bucket(r.CreatedAt); b >= 0 {
-				od.Started[b]++
-			}
-			if r.FinishedAt != nil {
-				if b := bucket(*r.FinishedAt); b >= 0 {
-					od.Finished[b]++
-					if r.Status == persistence.RunFailed || r.Status == persistence.RunCompensated {
-						od.Failed[b]++
-					}
-				}
-			}
-		}
-		seen += len(page.Runs)
-		if page.NextCursor == "" {
-			break
-		}
-		if seen >= runsCap {
-			od.RunsCapped = true
-			break
-		}
-		cursor = page.NextCursor
+	if err := countRuns(ctx, e, &od, now); err != nil {
+		errs = append(errs, err.Error())
 	}
 	nodes, err := e.AllNodes(ctx)
 	if err != nil {
 		errs = append(errs, err.Error())
 	}
-	var done int64
-	var avg float64 // steps per second since each node started
-	for _, n := range nodes {
-		od.NodesTotal++
-		if n.Alive {
-			od.Nodes++
-			done += n.StepsDone
-			if up := n.HeartbeatAt.Sub(n.StartedAt).Seconds(); up > 1 {
-				avg += float64(n.StepsDone) / up
-			}
-		}
-	}
+	done, avg := countNodes(&od, nodes)
 	dead, err := e.DeadLetters(ctx, persistence.StepListDeadParams{Limit: deadCap})
 	if err != nil {
 		errs = append(errs, err.Error())
@@ -163,7 +121,78 @@ func (s *sampler) take(ctx context.Context, now time.Time) overviewData {
 			od.Ready += q.Ready
 		}
 	}
+	s.addSample(&od, done, avg, now)
+	if len(errs) > 0 {
+		od.Err = fmt.Sprint(errs)
+	}
+	return od
+}
+
+// countRuns counts into od the runs started, finished and failed in each
+// of the chartMinutes minutes up to now, from the runs created in that
+// window, a page at a time up to runsCap (RunsCapped past it). It stops
+// at the first read that fails.
+func countRuns(ctx context.Context, e Engine, od *overviewData, now time.Time) error {
+	from := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
+	bucket := func(t time.Time) int {
+		if t.Before(from) || t.After(now) {
+			return -1
+		}
+		return int(t.Sub(from) / time.Minute)
+	}
+	cursor, seen := "", 0
+	for {
+		page, err := e.Runs(ctx, engine.RunFilter{CreatedAfter: from, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Runs {
+			if b := bucket(r.CreatedAt); b >= 0 {
+				od.Started[b]++
+			}
+			if r.FinishedAt != nil {
+				if b := bucket(*r.FinishedAt); b >= 0 {
+					od.Finished[b]++
+					if r.Status == persistence.RunFailed || r.Status == persistence.RunCompensated {
+						od.Failed[b]++
+					}
+				}
+			}
+		}
+		seen += len(page.Runs)
+		if page.NextCursor == "" {
+			return nil
+		}
+		if seen >= runsCap {
+			od.RunsCapped = true
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// countNodes counts the nodes into od and returns the steps the live
+// ones have done and their steps per second, each since it started.
+func countNodes(od *overviewData, nodes []engine.NodeInfo) (done int64, avg float64) {
+	for _, n := range nodes {
+		od.NodesTotal++
+		if n.Alive {
+			od.Nodes++
+			done += n.StepsDone
+			if up := n.HeartbeatAt.Sub(n.StartedAt).Seconds(); up > 1 {
+				avg += float64(n.StepsDone) / up
+			}
+		}
+	}
+	return done, avg
+}
+
+// addSample sets od's steps per second, from the steps done since the
+// last sample (avg, the nodes' own average, until there are two), and
+// adds od to the samples the charts draw, the last maxSamples of them.
+func (s *sampler) addSample(od *overviewData, done int64, avg float64, now time.Time) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	od.StepsPerSec = avg // until there are two samples
 	if !s.stepsAt.IsZero() && done >= s.steps {
 		if dt := now.Sub(s.stepsAt).Seconds(); dt > 0 {
@@ -176,11 +205,6 @@ func (s *sampler) take(ctx context.Context, now time.Time) overviewData {
 		s.samples = s.samples[len(s.samples)-maxSamples:]
 	}
 	od.Samples = append([]sample(nil), s.samples...)
-	s.mu.Unlock()
-	if len(errs) > 0 {
-		od.Err = fmt.Sprint(errs)
-	}
-	return od
 }
 
 // chart is a small bar chart drawn as SVG.

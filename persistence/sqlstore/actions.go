@@ -119,40 +119,9 @@ func (s *Store) resume(ctx context.Context, runID string, action persistence.Run
 		if err := s.recordHeld(ctx, q, runID, held); err != nil {
 			return err
 		}
-		status := make(map[string]string, len(rows))
-		for _, r := range rows {
-			status[r.Step] = r.Status
-		}
-		done := func(n string) bool {
-			switch plan[n] {
-			case keepStep:
-				return persistence.StepStatus(status[n]).Done()
-			case skipStep:
-				return true
-			}
-			return false
-		}
-		var steps []string
-		unfinished := false
-		for i := range rows {
-			r := &rows[i]
-			how := plan[r.Step]
-			if how == keepStep {
-				unfinished = unfinished || !persistence.StepStatus(r.Status).Done()
-				continue
-			}
-			was := r.Status
-			resetRow(r, how, output, done, now)
-			if err := s.writeReset(ctx, q, r, was); err != nil {
-				return err
-			}
-			if how == retryStep || how == rerunStep {
-				steps = append(steps, r.Step)
-			}
-			unfinished = unfinished || how != skipStep
-			if r.Status == string(persistence.StepQueued) {
-				res.Queued = append(res.Queued, r.record())
-			}
+		steps, unfinished, err := s.resetSteps(ctx, q, rows, plan, output, now, &res)
+		if err != nil {
+			return err
 		}
 		runTo, finished := persistence.RunRunning, any(nil)
 		if !unfinished {
@@ -167,6 +136,50 @@ func (s *Store) resume(ctx context.Context, runID string, action persistence.Run
 		return err
 	})
 	return res, err
+}
+
+// resetSteps resets the locked rows of a run as plan says (resetRow,
+// writeReset), in order, and adds the rows it queues to res.Queued. It
+// returns the steps that run again (retried or rerun) and whether the run
+// has a step left to finish.
+func (s *Store) resetSteps(ctx context.Context, q querier, rows []stepRow, plan map[string]stepReset, output []byte,
+	now time.Time, res *persistence.RunRetryResult) ([]string, bool, error) {
+	status := make(map[string]string, len(rows))
+	for _, r := range rows {
+		status[r.Step] = r.Status
+	}
+	done := func(n string) bool {
+		switch plan[n] {
+		case keepStep:
+			return persistence.StepStatus(status[n]).Done()
+		case skipStep:
+			return true
+		}
+		return false
+	}
+	var steps []string
+	unfinished := false
+	for i := range rows {
+		r := &rows[i]
+		how := plan[r.Step]
+		if how == keepStep {
+			unfinished = unfinished || !persistence.StepStatus(r.Status).Done()
+			continue
+		}
+		was := r.Status
+		resetRow(r, how, output, done, now)
+		if err := s.writeReset(ctx, q, r, was); err != nil {
+			return nil, false, err
+		}
+		if how == retryStep || how == rerunStep {
+			steps = append(steps, r.Step)
+		}
+		unfinished = unfinished || how != skipStep
+		if r.Status == string(persistence.StepQueued) {
+			res.Queued = append(res.Queued, r.record())
+		}
+	}
+	return steps, unfinished, nil
 }
 
 // writeReset writes a row that resetRow changed, fenced by the status it

@@ -23,10 +23,10 @@
 // batch's grouped row writes), history.go (attempts), statemachine.go
 // (the rules every path applies: which step may be claimed, the claim's
 // row transition, the claim budget, what a claimed step may read),
-// runs.go and steps.go (single-row calls and listings), lifecycle.go
-// (reopen, delete), schedules.go, nodes.go (the store's id, the node
-// registry), definitions.go (workflow definitions), apikeys.go (the HTTP
-// API's keys).
+// runs.go and steps.go (single-row calls and listings), steplist.go (the
+// steps due for work, and the dead), lifecycle.go (reopen, delete),
+// schedules.go, nodes.go (the store's id, the node registry),
+// definitions.go (workflow definitions), apikeys.go (the HTTP API's keys).
 //
 // Every value reaches the database through placeholders. Table schemas are
 // owned by the drivers' embedded migrations; this package only assumes the

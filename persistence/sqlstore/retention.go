@@ -154,6 +154,10 @@ func (s *Store) RunDeleteFinished(ctx context.Context, p persistence.RunDeleteFi
 	return res, nil
 }
 
+// retentionBatch reads one batch of finished runs (read) and deletes
+// those it does not keep, with every row kept by run, in the order of
+// batchDeletes; a dry run counts the rows instead. res is filled as it
+// goes.
 func (s *Store) retentionBatch(ctx context.Context, q querier, p persistence.RunDeleteFinishedParams, read Query, res *persistence.RunDeleteFinishedResult) error {
 	var rows []finishedRow
 	if err := s.selectAll(ctx, q, &rows, read.SQL, read.Args...); err != nil {
@@ -166,60 +170,15 @@ func (s *Store) retentionBatch(ctx context.Context, q querier, p persistence.Run
 		last := rows[len(rows)-1]
 		res.NextCursor = encodeCursor(last.FinishedAt.T, last.ID)
 	}
-	ids := make([]any, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	var deadRows []struct {
-		RunID string `db:"run_id"`
-	}
-	dq := s.deadOf(ids)
-	if err := s.selectAll(ctx, q, &deadRows, dq.SQL, dq.Args...); err != nil {
+	kept, err := s.keptRuns(ctx, q, rows)
+	if err != nil {
 		return err
 	}
-	dead := make(map[string]bool, len(deadRows))
-	for _, d := range deadRows {
-		dead[d.RunID] = true
-	}
-	// A child whose parent exists, and is not deleted by this batch, is
-	// kept: the parent's Get and compensation still need it.
-	deleting := make(map[string]bool, len(rows))
-	var parents []any
-	for _, r := range rows {
-		if !dead[r.ID] {
-			deleting[r.ID] = true
-		}
-		if r.ParentRunID != "" {
-			parents = append(parents, r.ParentRunID)
-		}
-	}
-	if len(parents) > 0 {
-		var exist []struct {
-			ID string `db:"id"`
-		}
-		pq := parentsOf(parents)
-		if err := s.selectAll(ctx, q, &exist, pq.SQL, pq.Args...); err != nil {
-			return err
-		}
-		exists := make(map[string]bool, len(exist))
-		for _, e := range exist {
-			exists[e.ID] = true
-		}
-		// Until nothing changes: a kept child keeps its own children.
-		for changed := true; changed; {
-			changed = false
-			for _, r := range rows {
-				if r.ParentRunID != "" && exists[r.ParentRunID] && !deleting[r.ParentRunID] && deleting[r.ID] {
-					dead[r.ID], deleting[r.ID], changed = true, false, true
-				}
-			}
-		}
-	}
-	res.Kept = len(dead)
+	res.Kept = len(kept)
 	var del []any
 	ticks := map[string][]any{}
 	for _, r := range rows {
-		if dead[r.ID] {
+		if kept[r.ID] {
 			continue
 		}
 		del = append(del, r.ID)
@@ -231,50 +190,136 @@ func (s *Store) retentionBatch(ctx context.Context, q querier, p persistence.Run
 	if len(del) == 0 {
 		return nil
 	}
+	gone, err := s.goneEvents(ctx, q, del, p.Before, res)
+	if err != nil {
+		return err
+	}
+	res.Events = len(gone)
+	attempts, err := s.batchAttempts(ctx, q, del)
+	if err != nil {
+		return err
+	}
+	res.Attempts = len(attempts)
+	return s.runDeletes(ctx, q, s.batchDeletes(del, attempts, gone, ticks), p.DryRun, res)
+}
+
+// keptRuns returns the runs of a batch that it keeps: those with a dead
+// step, and the children of a run that exists and is not deleted by the
+// batch.
+func (s *Store) keptRuns(ctx context.Context, q querier, rows []finishedRow) (map[string]bool, error) {
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	var deadRows []struct {
+		RunID string `db:"run_id"`
+	}
+	dq := s.deadOf(ids)
+	if err := s.selectAll(ctx, q, &deadRows, dq.SQL, dq.Args...); err != nil {
+		return nil, err
+	}
+	kept := make(map[string]bool, len(deadRows))
+	for _, d := range deadRows {
+		kept[d.RunID] = true
+	}
+	// A child whose parent exists, and is not deleted by this batch, is
+	// kept: the parent's Get and compensation still need it.
+	deleting := make(map[string]bool, len(rows))
+	var parents []any
+	for _, r := range rows {
+		if !kept[r.ID] {
+			deleting[r.ID] = true
+		}
+		if r.ParentRunID != "" {
+			parents = append(parents, r.ParentRunID)
+		}
+	}
+	if len(parents) == 0 {
+		return kept, nil
+	}
+	var exist []struct {
+		ID string `db:"id"`
+	}
+	pq := parentsOf(parents)
+	if err := s.selectAll(ctx, q, &exist, pq.SQL, pq.Args...); err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(exist))
+	for _, e := range exist {
+		exists[e.ID] = true
+	}
+	// Until nothing changes: a kept child keeps its own children.
+	for changed := true; changed; {
+		changed = false
+		for _, r := range rows {
+			if r.ParentRunID != "" && exists[r.ParentRunID] && !deleting[r.ParentRunID] && deleting[r.ID] {
+				kept[r.ID], deleting[r.ID], changed = true, false, true
+			}
+		}
+	}
+	return kept, nil
+}
+
+// goneEvents reads the event links of the runs del and returns the
+// events the batch deletes with them (eventsGone); res gets the number
+// of links.
+func (s *Store) goneEvents(ctx context.Context, q querier, del []any, before time.Time, res *persistence.RunDeleteFinishedResult) ([]any, error) {
 	var links []struct {
 		EventID string `db:"event_id"`
 	}
 	eq := eventsOf(del)
 	if err := s.selectAll(ctx, q, &links, eq.SQL, eq.Args...); err != nil {
-		return err
+		return nil, err
 	}
 	res.EventLinks = len(links)
-	var gone []any
-	if len(links) > 0 {
-		seen := map[string]bool{}
-		var evs []any
-		for _, l := range links {
-			if !seen[l.EventID] {
-				seen[l.EventID] = true
-				evs = append(evs, l.EventID)
-			}
-		}
-		var rows []struct {
-			ID string `db:"id"`
-		}
-		gq := s.eventsGone(evs, del, p.Before)
-		if err := s.selectAll(ctx, q, &rows, gq.SQL, gq.Args...); err != nil {
-			return err
-		}
-		for _, r := range rows {
-			gone = append(gone, r.ID)
+	if len(links) == 0 {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var evs []any
+	for _, l := range links {
+		if !seen[l.EventID] {
+			seen[l.EventID] = true
+			evs = append(evs, l.EventID)
 		}
 	}
-	res.Events = len(gone)
+	var rows []struct {
+		ID string `db:"id"`
+	}
+	gq := s.eventsGone(evs, del, before)
+	if err := s.selectAll(ctx, q, &rows, gq.SQL, gq.Args...); err != nil {
+		return nil, err
+	}
+	var gone []any
+	for _, r := range rows {
+		gone = append(gone, r.ID)
+	}
+	return gone, nil
+}
+
+// batchAttempts returns the ids of the attempts of the runs del
+// (attemptsOf).
+func (s *Store) batchAttempts(ctx context.Context, q querier, del []any) ([]any, error) {
 	var atts []struct {
 		ID int64 `db:"id"`
 	}
 	aq := s.attemptsOf(del)
 	if err := s.selectAll(ctx, q, &atts, aq.SQL, aq.Args...); err != nil {
-		return err
+		return nil, err
 	}
 	attempts := make([]any, len(atts))
 	for i, a := range atts {
 		attempts[i] = a.ID
 	}
-	res.Attempts = len(attempts)
-	for _, st := range s.batchDeletes(del, attempts, gone, ticks) {
-		n, err := s.countOrDelete(ctx, q, st, p.DryRun)
+	return attempts, nil
+}
+
+// runDeletes runs a batch's deletes in order (or counts their rows, with
+// dryRun) and puts their counts in res. The attempts were read by id
+// first: a delete of another number means a concurrent writer.
+func (s *Store) runDeletes(ctx context.Context, q querier, deletes []Query, dryRun bool, res *persistence.RunDeleteFinishedResult) error {
+	for _, st := range deletes {
+		n, err := s.countOrDelete(ctx, q, st, dryRun)
 		if err != nil {
 			return fmt.Errorf("%s: %w", st.Name, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dagflow/dagflow/persistence"
@@ -201,63 +200,13 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 				return err
 			}
 		}
-		var row stepRow
-		var err error
-		if p.Parked {
-			row, err = s.lockParked(ctx, q, p.RunID, p.Step)
-			if err == nil && p.TimedOut {
-				// The step row's lock orders this after any park: the
-				// wait row read is the current one.
-				var due bool
-				due, err = s.exists(ctx, q, `SELECT 1 FROM step_waits WHERE run_id = ? AND step = ? AND due_at <= ?`, p.RunID, p.Step, s.t(now))
-				if err == nil && !due {
-					err = fmt.Errorf("%w: run %s step %q: its wait is not due at %s (parked again with a later deadline)",
-						persistence.ErrFenceMismatch, p.RunID, p.Step, now.Format(time.RFC3339Nano))
-				}
-			}
-		} else {
-			row, err = s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
-		}
+		row, err := s.lockFailing(ctx, q, p, now)
 		if err != nil {
 			return err
 		}
 		ended := attemptEnd(&row, persistence.OutcomeFailed, msg, now)
-		switch {
-		case retryAt != nil && !p.Compensation:
-			row.Status = string(persistence.StepRetrying)
-		case retryAt != nil:
-			row.Status = string(persistence.StepCompensating)
-		case !p.Compensation:
-			row.Status = string(persistence.StepDead)
-		default:
-			row.Status = string(persistence.StepCompensationFailed)
-		}
-		row.Fence, row.LeaseExpiresAt = "", nullTime{}
-		row.NextAttemptAt = nullTime{}
-		if retryAt != nil {
-			row.NextAttemptAt = nullTime{T: *retryAt, Valid: true}
-		} else {
-			row.FinishedAt = nullTime{T: now, Valid: true}
-		}
-		row.Error.String, row.Error.Valid = msg, msg != ""
-		row.UpdatedAt = dbTime{now}
-		if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, fence = '', lease_expires_at = NULL,
-			next_attempt_at = ?, error = ?, finished_at = ?, updated_at = ? WHERE run_id = ? AND step = ?`,
-			row.Status, s.tp(row.NextAttemptAt.ptr()), nullString(msg), s.tp(row.FinishedAt.ptr()), s.t(now),
-			p.RunID, p.Step); err != nil {
-			return err
-		}
-		if p.Parked {
-			if _, err := s.exec(ctx, q, `DELETE FROM step_waits WHERE run_id = ? AND step = ?`, p.RunID, p.Step); err != nil {
-				return err
-			}
-		}
-		if p.Compensation {
-			err = s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now)
-		} else {
-			err = s.recordEnded(ctx, q, []endedAttempt{ended})
-		}
-		if err != nil {
+		failRow(&row, retryAt, p.Compensation, msg, now)
+		if err := s.writeFailed(ctx, q, p, &row, ended, msg, now); err != nil {
 			return err
 		}
 		out = row.record()
@@ -267,6 +216,74 @@ func (s *Store) StepFail(ctx context.Context, p persistence.StepFailParams) (per
 		return nil
 	})
 	return out, wrap("step fail", err)
+}
+
+// lockFailing reads and locks the step StepFail fails: a parked step
+// (lockParked; with TimedOut, only while its wait is due at now), or
+// else the attempt p.Fence holds (lockFenced).
+func (s *Store) lockFailing(ctx context.Context, q querier, p persistence.StepFailParams, now time.Time) (stepRow, error) {
+	if !p.Parked {
+		return s.lockFenced(ctx, q, p.RunID, p.Step, p.Fence, p.Compensation)
+	}
+	row, err := s.lockParked(ctx, q, p.RunID, p.Step)
+	if err == nil && p.TimedOut {
+		// The step row's lock orders this after any park: the
+		// wait row read is the current one.
+		var due bool
+		due, err = s.exists(ctx, q, `SELECT 1 FROM step_waits WHERE run_id = ? AND step = ? AND due_at <= ?`, p.RunID, p.Step, s.t(now))
+		if err == nil && !due {
+			err = fmt.Errorf("%w: run %s step %q: its wait is not due at %s (parked again with a later deadline)",
+				persistence.ErrFenceMismatch, p.RunID, p.Step, now.Format(time.RFC3339Nano))
+		}
+	}
+	return row, err
+}
+
+// failRow moves a locked row to where its failure at now leaves it:
+// retrying (or compensating again) at retryAt, or else dead (or
+// compensation_failed), with msg as its error.
+func failRow(row *stepRow, retryAt *time.Time, compensation bool, msg string, now time.Time) {
+	switch {
+	case retryAt != nil && !compensation:
+		row.Status = string(persistence.StepRetrying)
+	case retryAt != nil:
+		row.Status = string(persistence.StepCompensating)
+	case !compensation:
+		row.Status = string(persistence.StepDead)
+	default:
+		row.Status = string(persistence.StepCompensationFailed)
+	}
+	row.Fence, row.LeaseExpiresAt = "", nullTime{}
+	row.NextAttemptAt = nullTime{}
+	if retryAt != nil {
+		row.NextAttemptAt = nullTime{T: *retryAt, Valid: true}
+	} else {
+		row.FinishedAt = nullTime{T: now, Valid: true}
+	}
+	row.Error.String, row.Error.Valid = msg, msg != ""
+	row.UpdatedAt = dbTime{now}
+}
+
+// writeFailed writes what failRow did to a failed step: its row, the
+// delete of its wait when it was parked, and the end of its attempt (a
+// compensation's attempt row is updated; a forward attempt's, ended, is
+// written).
+func (s *Store) writeFailed(ctx context.Context, q querier, p persistence.StepFailParams, row *stepRow, ended endedAttempt, msg string, now time.Time) error {
+	if _, err := s.exec(ctx, q, `UPDATE step_runs SET status = ?, fence = '', lease_expires_at = NULL,
+		next_attempt_at = ?, error = ?, finished_at = ?, updated_at = ? WHERE run_id = ? AND step = ?`,
+		row.Status, s.tp(row.NextAttemptAt.ptr()), nullString(msg), s.tp(row.FinishedAt.ptr()), s.t(now),
+		p.RunID, p.Step); err != nil {
+		return err
+	}
+	if p.Parked {
+		if _, err := s.exec(ctx, q, `DELETE FROM step_waits WHERE run_id = ? AND step = ?`, p.RunID, p.Step); err != nil {
+			return err
+		}
+	}
+	if p.Compensation {
+		return s.finishAttempt(ctx, q, p.RunID, p.Step, p.Fence, persistence.OutcomeFailed, msg, now)
+	}
+	return s.recordEnded(ctx, q, []endedAttempt{ended})
 }
 
 // StepTransition implements persistence.Store.
@@ -411,82 +428,4 @@ func transitionRows(rows []stepRow, to persistence.StepStatus, msg string, now t
 		out[i] = r.record()
 	}
 	return out, aborted
-}
-
-func (s *Store) mergeSteps(ctx context.Context, qs []Query, limit int, key func(stepRow) time.Time) ([]persistence.StepRun, error) {
-	var all []stepRow
-	for _, qq := range qs {
-		var rows []stepRow
-		if err := s.selectAll(ctx, s.db, &rows, qq.SQL, qq.Args...); err != nil {
-			return nil, err
-		}
-		all = append(all, rows...)
-	}
-	slices.SortStableFunc(all, func(a, b stepRow) int { return key(a).Compare(key(b)) })
-	if len(all) > limit {
-		all = all[:limit]
-	}
-	return stepRecords(all), nil
-}
-
-// StepListQueued implements persistence.Store.
-func (s *Store) StepListQueued(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, ok, err := s.dueStepScope(ctx, p, "StepListQueued", persistence.StepQueued, persistence.StepCompensating)
-	if err != nil {
-		return nil, wrap("step list queued", err)
-	}
-	if !ok {
-		return []persistence.StepRun{}, nil
-	}
-	out, err := s.mergeSteps(ctx, s.stepListQueuedQueries(p), clampLimit(p.Limit, 100, 10000),
-		func(r stepRow) time.Time { return r.QueuedAt.T })
-	return out, wrap("step list queued", err)
-}
-
-// StepListRetryDue implements persistence.Store.
-func (s *Store) StepListRetryDue(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, ok, err := s.dueStepScope(ctx, p, "StepListRetryDue", persistence.StepRetrying, persistence.StepCompensating)
-	if err != nil {
-		return nil, wrap("step list retry due", err)
-	}
-	if !ok {
-		return []persistence.StepRun{}, nil
-	}
-	out, err := s.mergeSteps(ctx, s.stepListRetryDueQueries(p), clampLimit(p.Limit, 100, 10000),
-		func(r stepRow) time.Time { return r.NextAttemptAt.T })
-	return out, wrap("step list retry due", err)
-}
-
-// StepListLeaseExpired implements persistence.Store.
-func (s *Store) StepListLeaseExpired(ctx context.Context, p persistence.ListDueParams) ([]persistence.StepRun, error) {
-	p, ok, err := s.dueStepScope(ctx, p, "StepListLeaseExpired", persistence.StepRunning, persistence.StepCompensating)
-	if err != nil {
-		return nil, wrap("step list lease expired", err)
-	}
-	if !ok {
-		return []persistence.StepRun{}, nil
-	}
-	out, err := s.mergeSteps(ctx, s.stepListLeaseExpiredQueries(p), clampLimit(p.Limit, 100, 10000),
-		func(r stepRow) time.Time { return r.LeaseExpiresAt.T })
-	return out, wrap("step list lease expired", err)
-}
-
-// StepListDead implements persistence.Store.
-func (s *Store) StepListDead(ctx context.Context, p persistence.StepListDeadParams) (persistence.StepPage, error) {
-	query, args, limit, err := s.stepListDeadQuery(p)
-	if err != nil {
-		return persistence.StepPage{}, err
-	}
-	var rows []stepRow
-	if err := s.selectAll(ctx, s.db, &rows, query, args...); err != nil {
-		return persistence.StepPage{}, wrap("step list dead", err)
-	}
-	var page persistence.StepPage
-	if len(rows) > limit {
-		rows = rows[:limit]
-		last := rows[limit-1]
-		page.NextCursor = encodeCursor(last.FinishedAt.T, last.RunID, last.Step)
-	}
-	page.Steps = stepRecords(rows)
-	return page, nil
 }
